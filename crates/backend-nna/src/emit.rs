@@ -1,0 +1,101 @@
+//! Instruction emission: jobs with placed buffers become instructions (one per tile),
+//! every instruction is checked with `nnac_isa::checks::check_instr`.
+
+use crate::error::{emit_err, BackendError};
+use crate::job::{DotOpcode, Job, JobKind, Tile};
+use nnac_isa::checks::check_instr;
+use nnac_isa::{HwConfig, Instr};
+
+/// SRAM address of buffer `b` plus `off`, as the 28-bit field type.
+fn addr(addrs: &[u64], b: usize, off: u64) -> u32 {
+    // Placement keeps every buffer below `sram_bytes` <= 2^28, so this fits.
+    (addrs[b] + off) as u32
+}
+
+fn dot_tile(t: &nnac_isa::DotProduct, addrs: &[u64], bufs: &[usize; 5], block: u32, cols: u32, tile: &Tile) -> nnac_isa::DotProduct {
+    let mut d = t.clone();
+    let oc = u64::from(tile.c_start);
+    d.in_addr = addr(addrs, bufs[0], 0);
+    d.w_addr = addr(addrs, bufs[1], oc / u64::from(cols) * u64::from(block));
+    d.out_addr = addr(addrs, bufs[2], 0);
+    d.bias_addr = addr(addrs, bufs[3], 4 * oc);
+    d.chan_addr = addr(addrs, bufs[4], 16 * oc);
+    d.pix_start = tile.pix_start;
+    d.pix_count = tile.pix_count;
+    d.oc_start = tile.c_start;
+    d.oc_count = tile.c_count;
+    d
+}
+
+/// The instructions of one job.
+fn job_instrs(job: &Job, addrs: &[u64], hw: &HwConfig) -> Vec<Instr> {
+    match &job.kind {
+        JobKind::Read { buf, dma } => {
+            let mut d = dma.clone();
+            d.sram_addr = addr(addrs, *buf, u64::from(dma.sram_addr));
+            vec![Instr::DmaRead(d)]
+        }
+        JobKind::Write { buf, dma } => {
+            let mut d = dma.clone();
+            d.sram_addr = addr(addrs, *buf, u64::from(dma.sram_addr));
+            vec![Instr::DmaWrite(d)]
+        }
+        JobKind::Dot {
+            opcode,
+            t,
+            bufs,
+            block,
+            tiles,
+        } => tiles
+            .iter()
+            .map(|tile| {
+                let d = dot_tile(t, addrs, bufs, *block, hw.mac_cols, tile);
+                match opcode {
+                    DotOpcode::Conv => Instr::Conv(d),
+                    DotOpcode::Deconv => Instr::Deconv(d),
+                    DotOpcode::Inner => Instr::InnerProduct(d),
+                }
+            })
+            .collect(),
+        JobKind::Scale { t, bufs, tiles } => tiles
+            .iter()
+            .map(|tile| {
+                let mut s = t.clone();
+                s.in_addr = addr(addrs, bufs[0], 0);
+                s.out_addr = addr(addrs, bufs[1], 0);
+                s.chan_addr = addr(addrs, bufs[2], 16 * u64::from(tile.c_start));
+                (s.pix_start, s.pix_count, s.c_start, s.c_count) =
+                    (tile.pix_start, tile.pix_count, tile.c_start, tile.c_count);
+                Instr::Scale(s)
+            })
+            .collect(),
+        JobKind::Eltwise { t, bufs, tiles } => tiles
+            .iter()
+            .map(|tile| {
+                let mut e = t.clone();
+                e.a_addr = addr(addrs, bufs[0], 0);
+                e.b_addr = addr(addrs, bufs[1], 0);
+                e.out_addr = addr(addrs, bufs[2], 0);
+                e.chan_addr = addr(addrs, bufs[3], 16 * u64::from(tile.c_start));
+                (e.pix_start, e.pix_count, e.c_start, e.c_count) =
+                    (tile.pix_start, tile.pix_count, tile.c_start, tile.c_count);
+                Instr::Eltwise(e)
+            })
+            .collect(),
+    }
+}
+
+/// All instructions (without flags and STOP), checked.
+pub fn emit(jobs: &[Job], addrs: &[u64], hw: &HwConfig) -> Result<Vec<Instr>, BackendError> {
+    let mut out = Vec::new();
+    for job in jobs {
+        for ins in job_instrs(job, addrs, hw) {
+            check_instr(&ins, hw).map_err(|e| emit_err(&job.node, format!("{}: {e}", ins.mnemonic())))?;
+            let mut scratch = Vec::new();
+            ins.encode_into(&mut scratch)
+                .map_err(|e| emit_err(&job.node, format!("{}: {}", ins.mnemonic(), e.message)))?;
+            out.push(ins);
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,56 @@
+//! Backend errors. Every error names the node (layer) it is about.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackendError {
+    /// The graph fails `nnac_ir::verify` (one line per verifier error).
+    Invalid(Vec<String>),
+    /// A value the backend must place is not an 8-bit per-tensor quantized tensor.
+    NotQuantized { node: String, detail: String },
+    /// Nodes the NNA backend cannot lower yet: `(node, reason)`, all of them at once.
+    Unsupported(Vec<(String, String)>),
+    /// The live tensors of a layer do not fit in SRAM.
+    SramFull {
+        node: String,
+        needed: u64,
+        sram: u64,
+    },
+    /// A field is out of the instruction's range, or an emitted instruction breaks
+    /// `nnac_isa::checks::check_instr` (a backend bug; names the layer).
+    Emit { node: String, detail: String },
+}
+
+impl fmt::Display for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BackendError::Invalid(v) => write!(f, "graph fails verification: {}", v.join("; ")),
+            BackendError::NotQuantized { node, detail } => {
+                write!(f, "node '{node}': not quantized: {detail}")
+            }
+            BackendError::Unsupported(v) => {
+                let list: Vec<String> = v.iter().map(|(n, r)| format!("'{n}' ({r})")).collect();
+                write!(
+                    f,
+                    "{} node(s) not supported by the NNA backend: {}",
+                    v.len(),
+                    list.join(", ")
+                )
+            }
+            BackendError::SramFull { node, needed, sram } => write!(
+                f,
+                "layer '{node}': needs {needed} bytes of SRAM live at once, the SRAM has {sram} (no spilling yet)"
+            ),
+            BackendError::Emit { node, detail } => write!(f, "layer '{node}': {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for BackendError {}
+
+pub(crate) fn emit_err(node: &str, detail: impl Into<String>) -> BackendError {
+    BackendError::Emit {
+        node: node.to_string(),
+        detail: detail.into(),
+    }
+}

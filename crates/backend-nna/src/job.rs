@@ -1,0 +1,96 @@
+//! Jobs: what each layer emits, with SRAM buffers named by index (addresses are
+//! filled in after placement, by [`crate::emit`]).
+
+use nnac_isa::{Dma, DotProduct, Eltwise, Scale};
+
+/// One output tile: pixels `pix_start..+pix_count`, channels `c_start..+c_count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tile {
+    pub pix_start: u32,
+    pub pix_count: u32,
+    pub c_start: u32,
+    pub c_count: u32,
+}
+
+/// Which dot-product opcode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DotOpcode {
+    Conv,
+    Deconv,
+    Inner,
+}
+
+#[derive(Debug, Clone)]
+pub enum JobKind {
+    /// DRAM to SRAM buffer `buf` (the template's `sram_addr` is the offset in it).
+    Read { buf: usize, dma: Dma },
+    /// SRAM buffer `buf` to DRAM.
+    Write { buf: usize, dma: Dma },
+    Dot {
+        opcode: DotOpcode,
+        t: DotProduct,
+        /// Buffers: input, weights, output, bias, channel table.
+        bufs: [usize; 5],
+        /// Bytes of one weight block (`K * mac_cols`).
+        block: u32,
+        tiles: Vec<Tile>,
+    },
+    Scale {
+        t: Scale,
+        /// Buffers: input, output, channel table.
+        bufs: [usize; 3],
+        tiles: Vec<Tile>,
+    },
+    Eltwise {
+        t: Eltwise,
+        /// Buffers: a, b, output, channel table.
+        bufs: [usize; 4],
+        tiles: Vec<Tile>,
+    },
+}
+
+/// A job and the layer it belongs to.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub node: String,
+    pub kind: JobKind,
+}
+
+/// Tiles of `pixels x channels` in pixel-major order (all channel groups of a pixel
+/// group before the next pixel group), at most `tp` pixels and `tc` channels each.
+pub fn tiles(pixels: u32, channels: u32, tp: u32, tc: u32) -> Vec<Tile> {
+    let mut v = Vec::new();
+    let mut p = 0;
+    while p < pixels {
+        let pc = tp.min(pixels - p);
+        let mut c = 0;
+        while c < channels {
+            let cc = tc.min(channels - c);
+            v.push(Tile {
+                pix_start: p,
+                pix_count: pc,
+                c_start: c,
+                c_count: cc,
+            });
+            c += cc;
+        }
+        p += pc;
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiles_cover_exactly_once() {
+        let t = tiles(200, 100, 96, 96);
+        assert_eq!(t.len(), 6);
+        let px: u32 = t.iter().map(|t| t.pix_count * t.c_count).sum();
+        assert_eq!(px, 200 * 100);
+        assert_eq!(t[1].c_start, 96);
+        assert_eq!(t[1].c_count, 4);
+        assert_eq!(t[5].pix_count, 8);
+    }
+}

@@ -1,0 +1,334 @@
+//! Lowering of the compute ops: CONV / INNER_PRODUCT with fused pooling, SCALE and
+//! ELTWISE. Each builds its parameter buffers, an instruction template and its tiles.
+
+use crate::job::{tiles, DotOpcode, Job, JobKind};
+use crate::lower::Walk;
+use crate::params::{chan_table, i32_bytes, weight_blocks};
+use crate::simd::int_requant;
+use nnac_ir::{DotKind, DotOp, EltwiseOp, NodeId, PoolKind as IrPool, PoolStage, ScaleOp, Value};
+use nnac_isa::checks::DotKind as IsaDot;
+use nnac_isa::{DotProduct, EltOp, Eltwise, PoolKind, Scale};
+
+fn u32_of(v: usize, what: &str) -> Result<u32, String> {
+    u32::try_from(v).map_err(|_| format!("{what} {v} too large"))
+}
+
+fn i16_of(v: i32, what: &str) -> Result<i16, String> {
+    i16::try_from(v).map_err(|_| format!("{what} {v} out of range"))
+}
+
+impl Walk<'_> {
+    fn const_codes(&self, v: Value, what: &str) -> Result<Vec<i64>, String> {
+        self.g
+            .const_of(v)
+            .and_then(|t| t.to_i64_vec())
+            .ok_or_else(|| format!("{what} is not an integer constant"))
+    }
+
+    fn int8_codes(&self, v: Value, what: &str) -> Result<Vec<i8>, String> {
+        self.const_codes(v, what)?
+            .into_iter()
+            .map(|x| i8::try_from(x).map_err(|_| format!("{what} code {x} is not int8")))
+            .collect()
+    }
+
+    fn int32_codes(&self, v: Value, what: &str) -> Result<Vec<i32>, String> {
+        self.const_codes(v, what)?
+            .into_iter()
+            .map(|x| i32::try_from(x).map_err(|_| format!("{what} value {x} is not int32")))
+            .collect()
+    }
+
+    pub(crate) fn dot(&mut self, id: NodeId, d: &DotOp) -> Result<(), String> {
+        let ins = self.g.node_inputs(id);
+        let name = self.g.node(id).name.clone();
+        let x = self.use_value(ins[0]).ok_or("input is not an activation")?;
+        let w = self.int8_codes(ins[1], "weight")?;
+        let bias = self.int32_codes(ins[2], "bias")?;
+        let out_c = bias.len();
+        let (fr, pairs) = int_requant(&d.epilogue, out_c)?;
+        let mut t = DotProduct {
+            in_h: x.act.h,
+            in_w: x.act.w,
+            in_c: x.act.c,
+            in_row_pitch: x.act.row_pitch,
+            in_pix_pitch: x.act.pix_pitch,
+            out_c: u32_of(out_c, "out_c")?,
+            stride_h: 1,
+            stride_w: 1,
+            dil_h: 1,
+            dil_w: 1,
+            groups: 1,
+            in_signed: x.act.signed,
+            w_signed: true,
+            bias_en: true,
+            in_zero: i16_of(x.act.zero_point, "input zero point")?,
+            simd: vec![fr],
+            ..DotProduct::default()
+        };
+        let (opcode, isa_kind) = match &d.kind {
+            DotKind::Conv(a) => {
+                conv_geometry(&mut t, a)?;
+                (DotOpcode::Conv, IsaDot::Conv)
+            }
+            DotKind::Inner => {
+                t.kernel_h = x.act.h;
+                t.kernel_w = x.act.w;
+                (DotOpcode::Inner, IsaDot::InnerProduct)
+            }
+            DotKind::Deconv(a) => {
+                if x.act.zero_point != 0 {
+                    return Err("deconvolution input zero point is not 0".into());
+                }
+                deconv_geometry(&mut t, a)?;
+                (DotOpcode::Deconv, IsaDot::Deconv)
+            }
+        };
+        let (oh, ow) = t
+            .expected_out_hw(isa_kind)
+            .ok_or("output geometry is empty")?;
+        t.out_h = oh;
+        t.out_w = ow;
+        if let Some(p) = &d.pool {
+            pool_fields(&mut t, p)?;
+        }
+        let k = (t.in_c / t.groups) as usize * (t.kernel_h * t.kernel_w) as usize;
+        if w.len() != out_c * k {
+            return Err(format!("{} weights, expected {out_c} x {k}", w.len()));
+        }
+        let cols = self.hw.mac_cols as usize;
+        let wbytes = match &d.kind {
+            DotKind::Deconv(_) => {
+                // IR deconv weights are [C, M/g, kh, kw]; the ISA wants W[oc][ic][ky][kx].
+                let kk = (t.kernel_h * t.kernel_w) as usize;
+                let (cg, mg) = ((t.in_c / t.groups) as usize, out_c / t.groups as usize);
+                weight_blocks(out_c, k, cols, |oc, i| {
+                    let (g, j) = (oc / mg, oc % mg);
+                    w[((g * cg + i / kk) * mg + j) * kk + i % kk]
+                })
+            }
+            _ => weight_blocks(out_c, k, cols, |oc, i| w[oc * k + i]),
+        };
+        let entries: Vec<[i32; 4]> = pairs.iter().map(|p| [p[0], p[1], 0, 0]).collect();
+        let wb = self.param(&name, &wbytes);
+        let bb = self.param(&name, &i32_bytes(&bias));
+        let cb = self.param(&name, &chan_table(&entries));
+        let out = self.define(id).map_err(|e| e.to_string())?;
+        if t.stored_hw() != Some((out.act.h, out.act.w)) {
+            return Err(format!(
+                "stored output {:?} differs from the IR output {}x{}",
+                t.stored_hw(),
+                out.act.h,
+                out.act.w
+            ));
+        }
+        t.out_row_pitch = out.act.row_pitch;
+        t.out_pix_pitch = out.act.pix_pitch;
+        t.out_signed = out.act.signed;
+        t.out_zero = i16_of(out.act.zero_point, "output zero point")?;
+        // A pooled layer is one pixel tile (every pooled window lies inside it).
+        let tp = if d.pool.is_some() { oh * ow } else { self.tile_pixels };
+        let tl = tiles(oh * ow, t.out_c, tp, self.hw.mac_cols);
+        let mnemonic = match opcode {
+            DotOpcode::Conv => "CONV",
+            DotOpcode::Deconv => "DECONV",
+            DotOpcode::Inner => "INNER_PRODUCT",
+        };
+        self.out.layers.push((name.clone(), mnemonic.into(), tl.len()));
+        self.out.jobs.push(Job {
+            node: name,
+            kind: JobKind::Dot {
+                opcode,
+                t,
+                bufs: [x.buf, wb, out.buf, bb, cb],
+                block: u32_of(k * cols, "weight block")?,
+                tiles: tl,
+            },
+        });
+        Ok(())
+    }
+
+    pub(crate) fn scale(&mut self, id: NodeId, s: &ScaleOp) -> Result<(), String> {
+        if s.pool.is_some() {
+            return Err("pooling after SCALE is not supported by the instruction".into());
+        }
+        let ins = self.g.node_inputs(id);
+        let name = self.g.node(id).name.clone();
+        let x = self.use_value(ins[0]).ok_or("input is not an activation")?;
+        let w = self.int32_codes(ins[1], "scale")?;
+        let b = self.int32_codes(ins[2], "bias")?;
+        let c = x.act.c as usize;
+        let (fr, pairs) = int_requant(&s.epilogue, c)?;
+        if w.len() != c || b.len() != c {
+            return Err(format!("{} scales / {} biases for {c} channels", w.len(), b.len()));
+        }
+        // SIMD: r0 = (x - zp) * C2 + C3, then FUSED_RELU with C0 / C1.
+        let simd = vec![alu_chan(true, 2), alu_chan(false, 3), fr];
+        let entries: Vec<[i32; 4]> = (0..c).map(|i| [pairs[i][0], pairs[i][1], w[i], b[i]]).collect();
+        let cb = self.param(&name, &chan_table(&entries));
+        let out = self.define(id).map_err(|e| e.to_string())?;
+        let t = Scale {
+            h: x.act.h,
+            w: x.act.w,
+            c: x.act.c,
+            in_row_pitch: x.act.row_pitch,
+            in_pix_pitch: x.act.pix_pitch,
+            out_row_pitch: out.act.row_pitch,
+            out_pix_pitch: out.act.pix_pitch,
+            in_signed: x.act.signed,
+            out_signed: out.act.signed,
+            in_zero: i16_of(x.act.zero_point, "input zero point")?,
+            simd,
+            ..Scale::default()
+        };
+        let tl = tiles(x.act.pixels(), x.act.c, self.tile_pixels, self.hw.mac_cols);
+        self.out.layers.push((name.clone(), "SCALE".into(), tl.len()));
+        self.out.jobs.push(Job {
+            node: name,
+            kind: JobKind::Scale {
+                t,
+                bufs: [x.buf, out.buf, cb],
+                tiles: tl,
+            },
+        });
+        Ok(())
+    }
+
+    pub(crate) fn eltwise(&mut self, id: NodeId, e: &EltwiseOp) -> Result<(), String> {
+        let ins = self.g.node_inputs(id);
+        let name = self.g.node(id).name.clone();
+        let a = self.use_value(ins[0]).ok_or("input A is not an activation")?;
+        let b = self.use_value(ins[1]).ok_or("input B is not an activation")?;
+        let m = e.inputs.as_ref().ok_or("eltwise input rescaling missing")?;
+        let c = a.act.c as usize;
+        let (fr, pairs) = int_requant(&e.epilogue, c)?;
+        let entries: Vec<[i32; 4]> = pairs.iter().map(|p| [p[0], p[1], 0, 0]).collect();
+        let cb = self.param(&name, &chan_table(&entries));
+        let out = self.define(id).map_err(|e| e.to_string())?;
+        let t = Eltwise {
+            h: a.act.h,
+            w: a.act.w,
+            c: a.act.c,
+            a_row_pitch: a.act.row_pitch,
+            a_pix_pitch: a.act.pix_pitch,
+            b_row_pitch: b.act.row_pitch,
+            b_pix_pitch: b.act.pix_pitch,
+            out_row_pitch: out.act.row_pitch,
+            out_pix_pitch: out.act.pix_pitch,
+            a_signed: a.act.signed,
+            b_signed: b.act.signed,
+            out_signed: out.act.signed,
+            op: EltOp::Add,
+            a_zero: i16_of(a.act.zero_point, "A zero point")?,
+            b_zero: i16_of(b.act.zero_point, "B zero point")?,
+            a_mult: m.a.mult,
+            b_mult: m.b.mult,
+            a_shift: u32::from(m.a.shift),
+            b_shift: u32::from(m.b.shift),
+            simd: vec![fr],
+            ..Eltwise::default()
+        };
+        let tl = tiles(a.act.pixels(), a.act.c, self.tile_pixels, self.hw.mac_cols);
+        self.out.layers.push((name.clone(), "ELTWISE".into(), tl.len()));
+        self.out.jobs.push(Job {
+            node: name,
+            kind: JobKind::Eltwise {
+                t,
+                bufs: [a.buf, b.buf, out.buf, cb],
+                tiles: tl,
+            },
+        });
+        Ok(())
+    }
+}
+
+/// `IMUL r0, r0, C[chan]` (`mul`) or `IADD r0, r0, C[chan]`.
+fn alu_chan(mul: bool, chan: u32) -> nnac_isa::SimdInstr {
+    let alu = nnac_isa::Alu {
+        dst: 0,
+        a: 0,
+        bsrc: nnac_isa::BSrc::Chan,
+        chan,
+        ..nnac_isa::Alu::default()
+    };
+    if mul {
+        nnac_isa::SimdInstr::Imul(alu)
+    } else {
+        nnac_isa::SimdInstr::Iadd(alu)
+    }
+}
+
+fn conv_geometry(t: &mut DotProduct, a: &nnac_ir::ConvAttrs) -> Result<(), String> {
+    let two = |v: &[usize], what: &str| -> Result<[u32; 2], String> {
+        match v {
+            [p, q] => Ok([u32_of(*p, what)?, u32_of(*q, what)?]),
+            _ => Err(format!("{what} {v:?} is not 2-D")),
+        }
+    };
+    [t.kernel_h, t.kernel_w] = two(&a.kernel, "kernel")?;
+    [t.stride_h, t.stride_w] = two(&a.strides, "strides")?;
+    [t.dil_h, t.dil_w] = two(&a.dilations, "dilations")?;
+    let [pt, pl] = two(a.pads.get(..2).unwrap_or(&[]), "pads")?;
+    let [pb, pr] = two(a.pads.get(2..).unwrap_or(&[]), "pads")?;
+    (t.pad_top, t.pad_left, t.pad_bottom, t.pad_right) = (pt, pl, pb, pr);
+    t.groups = u32_of(a.group, "group")?;
+    Ok(())
+}
+
+/// Transposed convolution: `output_padding` is folded into the bottom/right pads
+/// (docs/ISA.md's DECONV output size has no output padding of its own).
+fn deconv_geometry(t: &mut DotProduct, a: &nnac_ir::ConvTransposeAttrs) -> Result<(), String> {
+    let c = nnac_ir::ConvAttrs {
+        kernel: a.kernel.clone(),
+        strides: a.strides.clone(),
+        pads: a.pads.clone(),
+        dilations: a.dilations.clone(),
+        group: a.group,
+    };
+    conv_geometry(t, &c)?;
+    let op = |i: usize| a.output_padding.get(i).copied().unwrap_or(0) as u32;
+    t.pad_bottom = t
+        .pad_bottom
+        .checked_sub(op(0))
+        .ok_or("output_padding larger than the bottom pad")?;
+    t.pad_right = t
+        .pad_right
+        .checked_sub(op(1))
+        .ok_or("output_padding larger than the right pad")?;
+    Ok(())
+}
+
+/// Maps the IR pool stage to the pooling unit's fields (square window, equal strides;
+/// ceil mode only where it needs no extra padding, or for max pooling one extra row
+/// / column of padding, which max pooling ignores).
+fn pool_fields(t: &mut DotProduct, p: &PoolStage) -> Result<(), String> {
+    if p.kernel[0] != p.kernel[1] || p.strides[0] != p.strides[1] {
+        return Err(format!("pool {:?}/{:?} is not square", p.kernel, p.strides));
+    }
+    t.pool = match p.kind {
+        IrPool::Max => PoolKind::Max,
+        IrPool::Avg => PoolKind::Avg,
+    };
+    t.pool_win = u32_of(p.kernel[0], "pool window")?;
+    t.pool_stride = u32_of(p.strides[0], "pool stride")?;
+    t.pool_count_pad = p.count_include_pad;
+    t.pool_pad_top = u32_of(p.pads[0], "pool pad")?;
+    t.pool_pad_left = u32_of(p.pads[1], "pool pad")?;
+    t.pool_pad_bottom = u32_of(p.pads[2], "pool pad")?;
+    t.pool_pad_right = u32_of(p.pads[3], "pool pad")?;
+    let want = p
+        .out_hw(t.out_h as usize, t.out_w as usize)
+        .ok_or("pool window larger than its input")?;
+    let (h, w) = t.stored_hw().ok_or("pool window larger than its input")?;
+    if (h as usize, w as usize) != (want[0], want[1]) {
+        if p.kind != IrPool::Max {
+            return Err("ceil-mode average pooling".into());
+        }
+        t.pool_pad_bottom += (want[0] - h as usize) as u32;
+        t.pool_pad_right += (want[1] - w as usize) as u32;
+    }
+    if t.pool_pad_bottom > 2 || t.pool_pad_right > 2 || t.pool_pad_top > 2 || t.pool_pad_left > 2 {
+        return Err("pool padding beyond 2".into());
+    }
+    Ok(())
+}

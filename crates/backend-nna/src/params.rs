@@ -1,0 +1,50 @@
+//! Parameter images in the byte layouts of docs/ISA.md section 4: weight blocks of
+//! `mac_cols` output channels (one contiguous `mac_cols`-byte vector per cycle),
+//! int32 biases and 16-byte channel-parameter entries.
+
+/// Reorders weights into output-channel groups of `cols`. `weight(oc, t)` returns
+/// the code of output channel `oc` at vector index `t = (ic*kh + ky)*kw + kx`.
+pub fn weight_blocks(out_c: usize, k: usize, cols: usize, weight: impl Fn(usize, usize) -> i8) -> Vec<u8> {
+    let groups = out_c.div_ceil(cols);
+    let mut out = vec![0u8; groups * k * cols];
+    for q in 0..groups {
+        for t in 0..k {
+            let row = &mut out[(q * k + t) * cols..(q * k + t + 1) * cols];
+            for (j, b) in row.iter_mut().enumerate() {
+                let oc = q * cols + j;
+                if oc < out_c {
+                    *b = weight(oc, t) as u8;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Little-endian int32 values.
+pub fn i32_bytes(values: &[i32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// The channel table: one `[C0, C1, C2, C3]` entry per channel.
+pub fn chan_table(entries: &[[i32; 4]]) -> Vec<u8> {
+    entries.iter().flat_map(|e| i32_bytes(e)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weight_blocks_pad_and_group() {
+        // 3 output channels, K = 2, groups of 2 columns.
+        let w = weight_blocks(3, 2, 2, |oc, t| (10 * oc + t) as i8);
+        assert_eq!(w, vec![0, 10, 1, 11, 20, 0, 21, 0]);
+    }
+
+    #[test]
+    fn tables_are_little_endian() {
+        assert_eq!(i32_bytes(&[-2]), vec![0xfe, 0xff, 0xff, 0xff]);
+        assert_eq!(chan_table(&[[1, 2, 3, 4]]).len(), 16);
+    }
+}

@@ -1,0 +1,85 @@
+//! Bounds that keep a hostile model from overflowing shape arithmetic or allocating
+//! without limit. Real CNNs are far below every one of them.
+
+/// Largest rank of any tensor.
+pub const MAX_RANK: usize = 16;
+/// Largest element count of any runtime tensor or constant (2^32).
+pub const MAX_ELEMS: usize = 1 << 32;
+/// Largest value of an integer attribute used as a size (kernel, stride, pad,
+/// dilation, group, shape entry).
+pub const MAX_ATTR: i64 = 1 << 24;
+/// Total number of elements the importer may synthesise by folding and
+/// `ConstantOfShape` (2^28, 1 GiB of f32): VGG-19's 143 M weights fit.
+pub const FOLD_BUDGET: usize = 1 << 28;
+
+/// The element count of `shape`, or an error when it overflows or exceeds
+/// [`MAX_ELEMS`] or the rank exceeds [`MAX_RANK`].
+pub fn checked_numel(shape: &[usize]) -> Result<usize, String> {
+    if shape.len() > MAX_RANK {
+        return Err(format!("rank {} exceeds the limit {MAX_RANK}", shape.len()));
+    }
+    let mut n: usize = 1;
+    for &d in shape {
+        n = n
+            .checked_mul(d)
+            .filter(|&n| n <= MAX_ELEMS)
+            .ok_or_else(|| too_big(shape))?;
+    }
+    // A zero dimension must not hide an overflowing product of the others.
+    if n == 0 {
+        let nonzero: Vec<usize> = shape.iter().copied().filter(|&d| d != 0).collect();
+        checked_numel(&nonzero)?;
+    }
+    Ok(n)
+}
+
+fn too_big(shape: &[usize]) -> String {
+    format!("shape {shape:?} has more than {MAX_ELEMS} elements")
+}
+
+/// Converts ONNX `int64` dims to a checked IR shape (no negative entries).
+pub fn dims_to_shape(dims: &[i64]) -> Result<Vec<usize>, String> {
+    let mut shape = Vec::with_capacity(dims.len().min(MAX_RANK + 1));
+    for &d in dims {
+        if d < 0 {
+            return Err(format!("negative dimension {d} in {dims:?}"));
+        }
+        shape.push(usize::try_from(d).map_err(|_| format!("dimension {d} too large"))?);
+        if shape.len() > MAX_RANK {
+            return Err(format!("rank {} exceeds the limit {MAX_RANK}", dims.len()));
+        }
+    }
+    checked_numel(&shape)?;
+    Ok(shape)
+}
+
+/// Checks an integer attribute used as a size: `min <= v <= MAX_ATTR`.
+pub fn attr_size(v: i64, min: i64, what: &str) -> Result<usize, String> {
+    if v < min || v > MAX_ATTR {
+        return Err(format!("{what} {v} is out of range [{min}, {MAX_ATTR}]"));
+    }
+    Ok(v as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numel_overflow_is_an_error() {
+        assert_eq!(checked_numel(&[2, 3]), Ok(6));
+        assert_eq!(checked_numel(&[]), Ok(1));
+        assert!(checked_numel(&[1 << 40, 1 << 40]).is_err());
+        assert!(checked_numel(&[1 << 40, 1 << 40, 0]).is_err());
+        assert_eq!(checked_numel(&[0, 5]), Ok(0));
+    }
+
+    #[test]
+    fn dims_reject_negative_and_huge() {
+        assert!(dims_to_shape(&[-1, 2]).is_err());
+        assert!(dims_to_shape(&[i64::MAX, i64::MAX]).is_err());
+        assert_eq!(dims_to_shape(&[1, 3]), Ok(vec![1, 3]));
+        assert!(attr_size(MAX_ATTR + 1, 1, "stride").is_err());
+        assert_eq!(attr_size(0, 0, "pad"), Ok(0));
+    }
+}

@@ -1,0 +1,41 @@
+//! Interpreter errors: each names the node (its source-model name) at fault.
+
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct InterpError {
+    /// Source name of the node at fault (empty for errors about the whole graph or
+    /// the set of inputs).
+    pub node: String,
+    pub msg: String,
+}
+
+impl InterpError {
+    pub fn at(node: &str, msg: impl Into<String>) -> Self {
+        InterpError {
+            node: node.to_string(),
+            msg: msg.into(),
+        }
+    }
+}
+
+impl fmt::Display for InterpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.node.is_empty() {
+            f.write_str(&self.msg)
+        } else {
+            write!(f, "node '{}': {}", self.node, self.msg)
+        }
+    }
+}
+
+impl std::error::Error for InterpError {}
+
+impl From<nnac_ir::IrError> for InterpError {
+    fn from(e: nnac_ir::IrError) -> Self {
+        InterpError {
+            node: e.node,
+            msg: e.msg,
+        }
+    }
+}

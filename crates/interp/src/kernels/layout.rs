@@ -1,0 +1,150 @@
+//! Data movement: Transpose, Concat, constant Pad. (Reshape and Identity only
+//! change or keep the shape and need no kernel.)
+
+use super::View;
+use rayon::prelude::*;
+
+/// Elements per parallel task.
+const TASK: usize = 1 << 15;
+
+pub fn transpose(x: View<'_>, perm: &[usize]) -> Vec<f32> {
+    let rank = x.shape.len();
+    let total = x.data.len();
+    if rank == 0 || total == 0 {
+        return x.data.to_vec();
+    }
+    let mut in_strides = vec![1usize; rank];
+    for i in (0..rank - 1).rev() {
+        in_strides[i] = in_strides[i + 1] * x.shape[i + 1];
+    }
+    let out_shape: Vec<usize> = perm.iter().map(|&p| x.shape[p]).collect();
+    let strides: Vec<usize> = perm.iter().map(|&p| in_strides[p]).collect();
+    let inner = out_shape[rank - 1];
+    let inner_stride = strides[rank - 1];
+    let mut out = vec![0.0f32; total];
+    let rows_per_task = (TASK / inner).max(1);
+    out.par_chunks_mut(inner * rows_per_task)
+        .enumerate()
+        .for_each(|(t, chunk)| {
+            for (r, orow) in chunk.chunks_exact_mut(inner).enumerate() {
+                let mut row = t * rows_per_task + r;
+                let mut off = 0;
+                for d in (0..rank - 1).rev() {
+                    off += (row % out_shape[d]) * strides[d];
+                    row /= out_shape[d];
+                }
+                for (i, o) in orow.iter_mut().enumerate() {
+                    *o = x.data[off + i * inner_stride];
+                }
+            }
+        });
+    out
+}
+
+/// Concatenation along `axis` (all other axes equal, checked by inference).
+pub fn concat(inputs: &[View<'_>], axis: usize, out_shape: &[usize]) -> Vec<f32> {
+    let outer: usize = out_shape[..axis].iter().product();
+    let inner: usize = out_shape[axis + 1..].iter().product();
+    let mut out = Vec::with_capacity(out_shape.iter().product());
+    for o in 0..outer {
+        for x in inputs {
+            let chunk = x.shape[axis] * inner;
+            out.extend_from_slice(&x.data[o * chunk..(o + 1) * chunk]);
+        }
+    }
+    out
+}
+
+/// Constant padding; `pads` = all begins then all ends.
+pub fn pad(x: View<'_>, pads: &[usize], value: f32, out_shape: &[usize]) -> Vec<f32> {
+    let rank = x.shape.len();
+    let mut out = vec![value; out_shape.iter().product()];
+    if x.data.is_empty() {
+        return out;
+    }
+    if rank == 0 {
+        out.copy_from_slice(x.data);
+        return out;
+    }
+    let inner = x.shape[rank - 1];
+    let mut out_strides = vec![1usize; rank];
+    for i in (0..rank - 1).rev() {
+        out_strides[i] = out_strides[i + 1] * out_shape[i + 1];
+    }
+    for (row, src) in x.data.chunks_exact(inner.max(1)).enumerate() {
+        let mut r = row;
+        let mut off = pads[rank - 1];
+        for d in (0..rank - 1).rev() {
+            off += (r % x.shape[d] + pads[d]) * out_strides[d];
+            r /= x.shape[d];
+        }
+        out[off..off + inner].copy_from_slice(src);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transpose_matches_index_formula() {
+        let x: Vec<f32> = (0..24).map(|i| i as f32).collect();
+        let got = transpose(
+            View {
+                shape: &[2, 3, 4],
+                data: &x,
+            },
+            &[2, 0, 1],
+        );
+        // out[k][i][j] = x[i][j][k]
+        let mut want = Vec::new();
+        for k in 0..4 {
+            for i in 0..2 {
+                for j in 0..3 {
+                    want.push(x[i * 12 + j * 4 + k]);
+                }
+            }
+        }
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn concat_middle_axis() {
+        let a = [1.0f32, 2.0, 3.0, 4.0];
+        let b = [5.0f32, 6.0];
+        let got = concat(
+            &[
+                View {
+                    shape: &[2, 2, 1],
+                    data: &a,
+                },
+                View {
+                    shape: &[2, 1, 1],
+                    data: &b,
+                },
+            ],
+            1,
+            &[2, 3, 1],
+        );
+        assert_eq!(got, [1.0, 2.0, 5.0, 3.0, 4.0, 6.0]);
+    }
+
+    #[test]
+    fn pad_all_sides() {
+        let x = [1.0f32, 2.0, 3.0, 4.0];
+        let got = pad(
+            View {
+                shape: &[2, 2],
+                data: &x,
+            },
+            &[1, 0, 0, 2],
+            -1.0,
+            &[3, 4],
+        );
+        assert_eq!(
+            got,
+            [-1.0, -1.0, -1.0, -1.0, 1.0, 2.0, -1.0, -1.0, 3.0, 4.0, -1.0, -1.0]
+        );
+    }
+}

@@ -1,0 +1,39 @@
+//! nnac's graph IR.
+//!
+//! A [`Graph`] holds [`Node`]s (a typed [`Op`], the source model's name, output
+//! [`TensorType`]s) connected by data-flow edges, plus a pool of constant
+//! [`Tensor`]s stored once. All shapes are concrete (batch 1). Every later stage —
+//! passes, reference interpreters, the backend — works on this IR only; importers
+//! are the only code that knows ONNX or Caffe.
+
+mod dot;
+mod dtype;
+mod equal;
+mod error;
+mod graph;
+mod lex;
+pub mod infer;
+mod nna_op;
+mod op;
+mod op_decode;
+mod op_text;
+mod parse;
+mod quant;
+mod tensor;
+mod tensor_type;
+mod text;
+pub mod verify;
+
+pub use dot::to_dot;
+pub use dtype::DType;
+pub use equal::graphs_equal;
+pub use error::IrError;
+pub use graph::{Edge, Graph, GraphOutput, Node, NodeId, Value};
+pub use nna_op::*;
+pub use op::*;
+pub use parse::{parse, ParseError};
+pub use quant::Quant;
+pub use tensor::{Tensor, TensorData};
+pub use tensor_type::{shape_str, TensorType};
+pub use text::{print, print_with, PrintOptions};
+pub use verify::{verify, Invariant, VerifyError};

@@ -1,0 +1,328 @@
+//! The NNA's compound operations, as produced by `nnac-passes` (fusion, then
+//! quantization) and consumed by the backend and the quantized reference interpreter.
+//!
+//! A fused graph holds these ops with f32 tensors; a quantized graph holds the same
+//! ops with 8-bit activations (`TensorType::quant` set), int8 per-channel weights and
+//! int32 biases, and a [`Requant`] in every epilogue. Nodes holding `Op::Nna` always
+//! carry explicit output types (the verifier checks them with [`NnaOp::check`]).
+//!
+//! Integer semantics (quantized graphs; docs/ISA.md is the normative text):
+//! - the MAC array accumulates `acc = sum(x_q * w_q)` over the raw stored 8-bit
+//!   activation bytes and int8 weights (padding reads the input's zero point);
+//! - the SIMD program adds the int32 `bias` input (which already includes the
+//!   zero-point correction `-zp_in * sum(w_q)`), then applies the [`Requant`];
+//! - the pooling unit pools the 8-bit SIMD output (same scale and zero point).
+
+use crate::{Activation, ConvAttrs, ConvTransposeAttrs, Op, PoolKind, TensorType};
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum NnaOp {
+    /// CONVOLUTION / DECONVOLUTION / INNER-PRODUCT + SIMD epilogue + optional pool.
+    /// Inputs: x, w, bias. Weights keep the IR layout (`Conv` `[M, C/g, kh, kw]`,
+    /// deconv `[C, M/g, kh, kw]`, inner product `[N, K]`); bias is `[M]` (f32 in a
+    /// fused graph, i32 in a quantized one).
+    Dot(DotOp),
+    /// SCALE (pure SIMD): `y[c] = x[c] * w[c] + b[c]` per channel, then the epilogue
+    /// and optional pool. Inputs: x `[1, C, ...]`, w `[C]`, b `[C]` (i8 / i32 when
+    /// quantized; the integer value is `(x_q - zp_in) * w_q + b_q`).
+    Scale(ScaleOp),
+    /// ELTWISE add of two same-shape tensors, then the epilogue. Inputs: a, b.
+    Eltwise(EltwiseOp),
+    /// Concatenation by placement: the producers write into one buffer, no compute.
+    /// Every input has the output's quantization (the quantizer guarantees it).
+    Concat { axis: usize },
+    /// An op the NNA has no instruction for: the runtime runs it on the host CPU
+    /// (dequantize, float op, requantize to the output type).
+    Host(Box<Op>),
+}
+
+/// Which dot-product instruction.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DotKind {
+    Conv(ConvAttrs),
+    Deconv(ConvTransposeAttrs),
+    /// `y[m, n] = sum_k x[m, k] * w[n, k]` (x `[M, K]`, w `[N, K]`).
+    Inner,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DotOp {
+    pub kind: DotKind,
+    pub epilogue: Epilogue,
+    /// Pooling-unit stage on the SIMD output (2x2 or 3x3, stride 1 or 2).
+    pub pool: Option<PoolStage>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScaleOp {
+    pub epilogue: Epilogue,
+    pub pool: Option<PoolStage>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct EltwiseOp {
+    pub epilogue: Epilogue,
+    /// Integer input rescaling (quantized graphs only).
+    pub inputs: Option<EltwiseRequant>,
+}
+
+/// ELTWISE integer input stage (docs/ISA.md): `v = rescale(a_q - zp_a, a) +
+/// rescale(b_q - zp_b, b)` with `rescale(x, m) = rshift_round(x * m.mult, m.shift)`,
+/// then the epilogue's requantization of `v`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EltwiseRequant {
+    pub a: Multiplier,
+    pub b: Multiplier,
+}
+
+/// The SIMD program after the dot product: activation and (once quantized) the
+/// requantization to 8 bits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Epilogue {
+    pub act: Option<FusedAct>,
+    pub requant: Option<Requant>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum FusedAct {
+    Act(Activation),
+    /// PReLU with one slope per output channel.
+    PRelu(Vec<f32>),
+}
+
+/// A fixed-point multiplier: `real ~= mult / 2^shift`, applied as
+/// `rshift_round(v * mult, shift)` (round half toward +infinity; `shift` 0..=63).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Multiplier {
+    pub mult: i32,
+    pub shift: u8,
+}
+
+/// Requantization of the SIMD input (accumulator + bias) to the 8-bit output.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Requant {
+    /// FUSED_RELU (integer path, one SIMD instruction with per-channel multiplier and
+    /// shift): `y = clamp(rshift_round(v * mult[c].mult, mult[c].shift) + zp, lo, hi)`.
+    /// No activation, ReLU and Clip (ReLU6) are expressed through `lo`/`hi`.
+    Int {
+        mult: Vec<Multiplier>,
+        zero_point: i32,
+        lo: i32,
+        hi: i32,
+    },
+    /// FP32 path: `y = clamp(f2i(act_c(i2f(v) * in_scale[c]) * inv_out_scale) + zp,
+    /// lo, hi)` (sigmoid, tanh, hard-sigmoid, hard-swish, leaky ReLU, PReLU; the
+    /// exact op sequences are in nnac-passes `simd_float.rs`).
+    Float {
+        in_scale: Vec<f32>,
+        inv_out_scale: f32,
+        zero_point: i32,
+        lo: i32,
+        hi: i32,
+    },
+}
+
+/// The pooling unit's work.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolStage {
+    pub kind: PoolKind,
+    /// `[kh, kw]`, each 2 or 3.
+    pub kernel: [usize; 2],
+    /// `[sh, sw]`, each 1 or 2.
+    pub strides: [usize; 2],
+    /// `[top, left, bottom, right]`.
+    pub pads: [usize; 4],
+    pub ceil_mode: bool,
+    pub count_include_pad: bool,
+}
+
+impl PoolStage {
+    /// Output spatial size for an input `[h, w]` (the IR pool rule).
+    pub fn out_hw(&self, h: usize, w: usize) -> Option<[usize; 2]> {
+        let one = |i: usize, k: usize, s: usize, pb: usize, pe: usize| -> Option<usize> {
+            let padded = i.checked_add(pb)?.checked_add(pe)?;
+            let span = padded.checked_sub(k)?;
+            if s == 0 {
+                return None;
+            }
+            let mut o = if self.ceil_mode {
+                span.div_ceil(s) + 1
+            } else {
+                span / s + 1
+            };
+            if self.ceil_mode && (o - 1).checked_mul(s).is_none_or(|start| start >= i + pb) {
+                o -= 1;
+            }
+            Some(o)
+        };
+        Some([
+            one(
+                h,
+                self.kernel[0],
+                self.strides[0],
+                self.pads[0],
+                self.pads[2],
+            )?,
+            one(
+                w,
+                self.kernel[1],
+                self.strides[1],
+                self.pads[1],
+                self.pads[3],
+            )?,
+        ])
+    }
+}
+
+impl NnaOp {
+    pub fn mnemonic(&self) -> &'static str {
+        match self {
+            NnaOp::Dot(d) => match d.kind {
+                DotKind::Conv(_) => "nna.conv",
+                DotKind::Deconv(_) => "nna.deconv",
+                DotKind::Inner => "nna.inner",
+            },
+            NnaOp::Scale(_) => "nna.scale",
+            NnaOp::Eltwise(_) => "nna.eltwise",
+            NnaOp::Concat { .. } => "nna.concat",
+            NnaOp::Host(_) => "nna.host",
+        }
+    }
+
+    pub fn arity(&self) -> (usize, usize) {
+        match self {
+            NnaOp::Dot(_) | NnaOp::Scale(_) => (3, 3),
+            NnaOp::Eltwise(_) => (2, 2),
+            NnaOp::Concat { .. } => (1, usize::MAX),
+            NnaOp::Host(op) => op.arity(),
+        }
+    }
+
+    pub fn epilogue(&self) -> Option<&Epilogue> {
+        match self {
+            NnaOp::Dot(d) => Some(&d.epilogue),
+            NnaOp::Scale(s) => Some(&s.epilogue),
+            NnaOp::Eltwise(e) => Some(&e.epilogue),
+            _ => None,
+        }
+    }
+
+    /// Checks explicit output types against the inputs: shapes via the underlying IR
+    /// op's inference, and dtype consistency (float graph: all f32; quantized graph:
+    /// 8-bit activations with per-tensor quantization). Used by the verifier.
+    pub fn check(&self, ins: &[&TensorType], outs: &[TensorType]) -> Result<(), String> {
+        let (lo, hi) = self.arity();
+        if ins.len() < lo || ins.len() > hi {
+            return Err(format!(
+                "{} takes {lo}..{hi} inputs, got {}",
+                self.mnemonic(),
+                ins.len()
+            ));
+        }
+        let [out] = outs else {
+            return Err(format!(
+                "{} has one output, found {}",
+                self.mnemonic(),
+                outs.len()
+            ));
+        };
+        let shape = self.out_shape(ins)?;
+        if shape != out.shape {
+            return Err(format!(
+                "{} output shape {:?} should be {:?}",
+                self.mnemonic(),
+                out.shape,
+                shape
+            ));
+        }
+        let quantized = out.dtype != crate::DType::F32;
+        if quantized && !matches!(out.quant, Some(crate::Quant::PerTensor { .. })) {
+            return Err(format!(
+                "{} quantized output {} lacks per-tensor quantization",
+                self.mnemonic(),
+                out
+            ));
+        }
+        if quantized != self.epilogue().is_some_and(|e| e.requant.is_some())
+            && self.epilogue().is_some()
+        {
+            return Err(format!(
+                "{} output {} and requantization disagree",
+                self.mnemonic(),
+                out
+            ));
+        }
+        Ok(())
+    }
+
+    fn out_shape(&self, ins: &[&TensorType]) -> Result<Vec<usize>, String> {
+        let f = |t: &TensorType| TensorType::f32(t.shape.clone());
+        let fl: Vec<TensorType> = ins.iter().map(|t| f(t)).collect();
+        let refs: Vec<&TensorType> = fl.iter().collect();
+        let first = |op: Op, n: usize| -> Result<Vec<usize>, String> {
+            Ok(crate::infer::infer_types(&op, &refs[..n])?.remove(0).shape)
+        };
+        let pooled = |shape: Vec<usize>, pool: &Option<PoolStage>| -> Result<Vec<usize>, String> {
+            match pool {
+                None => Ok(shape),
+                Some(p) if shape.len() == 4 => {
+                    let [h, w] = p
+                        .out_hw(shape[2], shape[3])
+                        .ok_or("pool window larger than its input")?;
+                    Ok(vec![shape[0], shape[1], h, w])
+                }
+                Some(_) => Err(format!("pool stage needs a 4-D input, got {shape:?}")),
+            }
+        };
+        match self {
+            NnaOp::Dot(d) => {
+                let s = match &d.kind {
+                    DotKind::Conv(a) => first(Op::Conv(a.clone()), 2)?,
+                    DotKind::Deconv(a) => first(Op::ConvTranspose(a.clone()), 2)?,
+                    DotKind::Inner => {
+                        let ga = crate::GemmAttrs {
+                            alpha: 1.0,
+                            beta: 1.0,
+                            trans_a: false,
+                            trans_b: true,
+                        };
+                        first(Op::Gemm(ga), 2)?
+                    }
+                };
+                let m = s.get(1).copied().unwrap_or(0);
+                if ins[2].shape != [m] {
+                    return Err(format!("bias shape {:?} should be [{m}]", ins[2].shape));
+                }
+                pooled(s, &d.pool)
+            }
+            NnaOp::Scale(s) => {
+                let c = ins[0].shape.get(1).copied().unwrap_or(0);
+                if ins[1].shape != [c] || ins[2].shape != [c] {
+                    return Err(format!(
+                        "scale weights {:?} / bias {:?} should be [{c}]",
+                        ins[1].shape, ins[2].shape
+                    ));
+                }
+                pooled(ins[0].shape.clone(), &s.pool)
+            }
+            NnaOp::Eltwise(_) => {
+                if ins[0].shape != ins[1].shape {
+                    return Err(format!(
+                        "eltwise inputs {:?} and {:?} differ",
+                        ins[0].shape, ins[1].shape
+                    ));
+                }
+                Ok(ins[0].shape.clone())
+            }
+            NnaOp::Concat { axis } => first(Op::Concat { axis: *axis }, ins.len()),
+            NnaOp::Host(op) => first((**op).clone(), ins.len()),
+        }
+    }
+}
+
+impl fmt::Display for NnaOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.mnemonic())
+    }
+}

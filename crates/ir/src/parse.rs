@@ -1,0 +1,416 @@
+//! Parser of the text form written by [`crate::print`] (grammar in [`crate::text`]).
+//!
+//! Errors carry the 1-based line and column (in characters). The parser never panics:
+//! nesting depth, numbers and data sizes are all checked. References may point
+//! forward (a cyclic graph prints and parses back; the verifier reports the cycle).
+
+use crate::lex::{Cur, Loc, Ref};
+use crate::op_decode::{decode, decode_quant};
+use crate::op_text::Rec;
+use crate::{DType, Graph, Op, Tensor, TensorData, TensorType, Value};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A syntax or consistency error at a position of the text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub col: usize,
+    pub msg: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}, column {}: {}", self.line, self.col, self.msg)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Parses the text form into a graph.
+pub fn parse(text: &str) -> Result<Graph, ParseError> {
+    let mut ast = Ast::default();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if t.is_empty() || t.starts_with("//") {
+            continue;
+        }
+        let mut c = Cur {
+            s: line,
+            pos: 0,
+            line: i + 1,
+        };
+        statement(&mut c, &mut ast)?;
+    }
+    build(ast)
+}
+
+// ---- syntax tree -----------------------------------------------------------------------
+
+struct NodeStmt {
+    name: String,
+    loc: Loc,
+    op: Op,
+    args: Vec<Ref>,
+    outputs: Vec<TensorType>,
+}
+
+#[derive(Default)]
+struct Ast {
+    name: Option<String>,
+    inputs: Option<Vec<Ref>>,
+    constants: Vec<Tensor>,
+    nodes: Vec<NodeStmt>,
+    outputs: Vec<(String, Ref)>,
+}
+
+fn statement(c: &mut Cur, ast: &mut Ast) -> Result<(), ParseError> {
+    c.skip_ws();
+    let start = c.loc();
+    if ast.name.is_none() && c.peek() == Some('%') {
+        return start.err("the text must start with `graph \"NAME\"`");
+    }
+    if c.peek() == Some('%') {
+        let node = node_stmt(c)?;
+        ast.nodes.push(node);
+        return c.end();
+    }
+    let kw = c.word()?;
+    if ast.name.is_none() && kw != "graph" {
+        return start.err("the text must start with `graph \"NAME\"`");
+    }
+    match kw.as_str() {
+        "graph" if ast.name.is_none() => ast.name = Some(c.string()?),
+        "graph" => return start.err("a second `graph` statement"),
+        "inputs" if ast.inputs.is_none() => ast.inputs = Some(input_list(c)?),
+        "inputs" => return start.err("a second `inputs` statement"),
+        "const" => {
+            let t = constant_stmt(c, ast.constants.len())?;
+            ast.constants.push(t);
+        }
+        "output" => {
+            let name = c.string()?;
+            c.expect('=')?;
+            let r = c.value_ref()?;
+            ast.outputs.push((name, r));
+        }
+        _ => {
+            return start.err(format!(
+                "expected graph, inputs, const, output or %node, found '{kw}'"
+            ))
+        }
+    }
+    c.end()
+}
+
+fn input_list(c: &mut Cur) -> Result<Vec<Ref>, ParseError> {
+    let mut v = Vec::new();
+    c.skip_ws();
+    if c.at_end() {
+        return Ok(v);
+    }
+    loop {
+        v.push(c.value_ref()?);
+        if !c.eat(',') {
+            return Ok(v);
+        }
+    }
+}
+
+fn node_stmt(c: &mut Cur) -> Result<NodeStmt, ParseError> {
+    let r = c.value_ref()?;
+    if r.port != 0 {
+        return r.loc.err("a node definition names the node, not a port");
+    }
+    c.expect('=')?;
+    c.skip_ws();
+    let op_pos = c.pos;
+    let mnemonic = c.word()?;
+    c.expect('(')?;
+    let mut args = Vec::new();
+    if !c.eat(')') {
+        loop {
+            args.push(c.value_ref()?);
+            if c.eat(')') {
+                break;
+            }
+            c.expect(',')?;
+        }
+    }
+    c.skip_ws();
+    let mut rec = if c.peek() == Some('{') {
+        c.record(0)?
+    } else {
+        Rec::default()
+    };
+    rec.pos = op_pos;
+    let op = decode(&mnemonic, rec).map_err(|e| c.decode_err(e))?;
+    c.expect_str("->")?;
+    let outputs = output_types(c)?;
+    Ok(NodeStmt {
+        name: r.name,
+        loc: r.loc,
+        op,
+        args,
+        outputs,
+    })
+}
+
+fn output_types(c: &mut Cur) -> Result<Vec<TensorType>, ParseError> {
+    if !c.eat('(') {
+        return Ok(vec![tensor_type(c)?]);
+    }
+    let mut v = Vec::new();
+    if c.eat(')') {
+        return Ok(v);
+    }
+    loop {
+        v.push(tensor_type(c)?);
+        if c.eat(')') {
+            return Ok(v);
+        }
+        c.expect(',')?;
+    }
+}
+
+/// `dtype[dims]` and an optional quantization record.
+fn tensor_type(c: &mut Cur) -> Result<TensorType, ParseError> {
+    let (dtype, shape) = dtype_shape(c)?;
+    let mut t = TensorType::new(dtype, shape);
+    c.skip_ws();
+    let save = c.pos;
+    if c.peek().is_some_and(|ch| ch == 'q') {
+        let w = c.word()?;
+        if c.peek() != Some('{') || !(w == "q" || w == "qc") {
+            c.pos = save;
+            return Ok(t);
+        }
+        let mut rec = c.record(0)?;
+        rec.pos = save;
+        t.quant = Some(decode_quant(&w, rec).map_err(|e| c.decode_err(e))?);
+    }
+    Ok(t)
+}
+
+fn dtype_shape(c: &mut Cur) -> Result<(DType, Vec<usize>), ParseError> {
+    c.skip_ws();
+    let at = c.loc();
+    let name = c.word()?;
+    let dtype = DType::from_name(&name)
+        .map_or_else(|| at.err(format!("unknown element type '{name}'")), Ok)?;
+    if c.peek() != Some('[') {
+        return c.here_err("expected '[' and the shape after the element type");
+    }
+    c.pos += 1;
+    let start = c.pos;
+    while c.peek().is_some_and(|ch| ch.is_ascii_digit() || ch == 'x') {
+        c.pos += 1;
+    }
+    let text = &c.s[start..c.pos];
+    c.expect(']')?;
+    if text.is_empty() {
+        return Ok((dtype, vec![]));
+    }
+    let shape = text
+        .split('x')
+        .map(|d| d.parse::<usize>().ok())
+        .collect::<Option<Vec<usize>>>()
+        .map_or_else(|| c.at(start).err(format!("malformed shape '{text}'")), Ok)?;
+    Ok((dtype, shape))
+}
+
+/// `#N dtype[dims] = [..] | hex:.. | elided` (the `const` keyword already read).
+fn constant_stmt(c: &mut Cur, expected_id: usize) -> Result<Tensor, ParseError> {
+    c.skip_ws();
+    let at = c.loc();
+    c.expect('#')?;
+    let id = c.number_token();
+    if id.parse::<usize>().ok() != Some(expected_id) {
+        return at.err(format!(
+            "expected constant #{expected_id} (constants are listed in id order), found #{id}"
+        ));
+    }
+    let (dtype, shape) = dtype_shape(c)?;
+    let numel = shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .filter(|n| n.checked_mul(dtype.size()).is_some());
+    let Some(numel) = numel else {
+        return at.err(format!("constant #{id} shape {shape:?} is too large"));
+    };
+    c.expect('=')?;
+    c.skip_ws();
+    let data_at = c.loc();
+    let data = if c.eat('[') {
+        list_data(c, dtype)?
+    } else {
+        match c.word()?.as_str() {
+            "hex" => {
+                c.expect(':')?;
+                hex_data(c, dtype)?
+            }
+            "elided" => {
+                return data_at.err(format!(
+                    "constant #{id} was elided when printed; print the graph in full (e.g. `nnac inspect --full`) to parse it"
+                ))
+            }
+            w => return data_at.err(format!("expected constant data ([...], hex:... or elided), found '{w}'")),
+        }
+    };
+    if data.len() != numel {
+        return data_at.err(format!(
+            "constant #{id} has {} elements, its shape needs {numel}",
+            data.len()
+        ));
+    }
+    Ok(Tensor { shape, data })
+}
+
+fn list_data(c: &mut Cur, dtype: DType) -> Result<TensorData, ParseError> {
+    let mut items = Vec::new();
+    c.skip_ws();
+    if !c.eat(']') {
+        loop {
+            c.skip_ws();
+            let at = c.loc();
+            let start = c.pos;
+            while c
+                .peek()
+                .is_some_and(|ch| !matches!(ch, ',' | ']') && !ch.is_whitespace())
+            {
+                c.pos += c.peek().map_or(1, char::len_utf8);
+            }
+            items.push((at, &c.s[start..c.pos]));
+            if c.eat(']') {
+                break;
+            }
+            c.expect(',')?;
+        }
+    }
+    fn all<T: std::str::FromStr>(
+        items: &[(Loc, &str)],
+        dtype: DType,
+    ) -> Result<Vec<T>, ParseError> {
+        items
+            .iter()
+            .map(|(at, s)| {
+                s.parse::<T>().map_or_else(
+                    |_| at.err(format!("'{s}' is not a valid {dtype} value")),
+                    Ok,
+                )
+            })
+            .collect()
+    }
+    Ok(match dtype {
+        DType::F32 => TensorData::F32(all(&items, dtype)?),
+        DType::I8 => TensorData::I8(all(&items, dtype)?),
+        DType::U8 => TensorData::U8(all(&items, dtype)?),
+        DType::I32 => TensorData::I32(all(&items, dtype)?),
+        DType::I64 => TensorData::I64(all(&items, dtype)?),
+    })
+}
+
+fn hex_data(c: &mut Cur, dtype: DType) -> Result<TensorData, ParseError> {
+    let start = c.pos;
+    let bytes = c.s.as_bytes();
+    while c.pos < bytes.len() && bytes[c.pos].is_ascii_hexdigit() {
+        c.pos += 1;
+    }
+    let digits = &bytes[start..c.pos];
+    if !digits.chunks_exact(2 * dtype.size()).remainder().is_empty() {
+        return c.at(start).err(format!(
+            "{} hex digits do not make whole {dtype} elements",
+            digits.len()
+        ));
+    }
+    let nib = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
+    let raw: Vec<u8> = digits
+        .chunks_exact(2)
+        .map(|p| nib(p[0]) << 4 | nib(p[1]))
+        .collect();
+    Ok(match dtype {
+        DType::F32 => TensorData::F32(
+            raw.chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+        ),
+        DType::I8 => TensorData::I8(raw.iter().map(|&b| b as i8).collect()),
+        DType::U8 => TensorData::U8(raw),
+        DType::I32 => TensorData::I32(
+            raw.chunks_exact(4)
+                .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+        ),
+        DType::I64 => TensorData::I64(
+            raw.chunks_exact(8)
+                .map(|b| i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+                .collect(),
+        ),
+    })
+}
+
+// ---- graph construction ----------------------------------------------------------------
+
+fn build(ast: Ast) -> Result<Graph, ParseError> {
+    let Some(name) = ast.name else {
+        return Loc { line: 1, col: 1 }.err("empty text: expected `graph \"NAME\"`");
+    };
+    let mut g = Graph::new(name);
+    for t in ast.constants {
+        g.push_constant(t);
+    }
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, n) in ast.nodes.iter().enumerate() {
+        if index.insert(n.name.as_str(), i).is_some() {
+            return n.loc.err(format!("node '{}' is defined twice", n.name));
+        }
+    }
+    let mut ids = vec![None; ast.nodes.len()];
+    for r in ast.inputs.iter().flatten() {
+        let Some(&i) = index.get(r.name.as_str()) else {
+            return r
+                .loc
+                .err(format!("graph input '{}' is not defined", r.name));
+        };
+        let n = &ast.nodes[i];
+        if n.op != Op::Input || r.port != 0 {
+            return r.loc.err(format!(
+                "graph input '{}' must name an input() node",
+                r.name
+            ));
+        }
+        if ids[i].is_some() {
+            return r
+                .loc
+                .err(format!("'{}' is listed twice as a graph input", r.name));
+        }
+        let placeholder = TensorType::f32(vec![]);
+        let v = g.add_input(
+            n.name.clone(),
+            n.outputs.first().cloned().unwrap_or(placeholder),
+        );
+        g.node_mut(v.node).outputs = n.outputs.clone();
+        ids[i] = Some(v.node);
+    }
+    for (i, n) in ast.nodes.iter().enumerate() {
+        if ids[i].is_none() {
+            ids[i] = Some(g.add_node_typed(n.name.clone(), n.op.clone(), &[], n.outputs.clone()));
+        }
+    }
+    let ids: Vec<_> = ids.into_iter().flatten().collect();
+    let resolve = |r: &Ref| match index.get(r.name.as_str()) {
+        Some(&i) => Ok(Value::new(ids[i], r.port)),
+        None => r.loc.err(format!("value %{} is not defined", r.name)),
+    };
+    for (i, n) in ast.nodes.iter().enumerate() {
+        let args = n.args.iter().map(resolve).collect::<Result<Vec<_>, _>>()?;
+        g.set_node_inputs(ids[i], &args);
+    }
+    for (name, r) in &ast.outputs {
+        let v = resolve(r)?;
+        g.add_output(name.clone(), v);
+    }
+    Ok(g)
+}

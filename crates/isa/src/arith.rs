@@ -1,0 +1,106 @@
+//! Exact integer arithmetic shared by the simulator and the reference interpreter:
+//! accumulator wrap, rounding shifts, requantization, saturation, ELTWISE combine.
+//! docs/ISA.md ("Arithmetic") states the same definitions.
+
+use crate::bits;
+use crate::layouts::EltOp;
+
+/// Accumulator width of the MAC array cells.
+pub const ACC_BITS: u32 = 30;
+
+/// Wraps an exact sum to a `acc_bits`-bit two's-complement accumulator.
+/// Returns the wrapped value and whether it differs from the exact one (an overflow,
+/// which the simulator counts and the compiler must rule out).
+pub fn wrap_acc(exact: i64, acc_bits: u32) -> (i32, bool) {
+    let w = bits::wrap_signed(exact, acc_bits);
+    (w as i32, w != exact)
+}
+
+/// `v / 2^shift` rounded to nearest, ties toward +infinity:
+/// `floor((v + 2^(shift-1)) / 2^shift)`; `shift` = 0 returns `v`. Exact (i128).
+pub fn rounding_shift_right(v: i128, shift: u32) -> i128 {
+    if shift == 0 {
+        v
+    } else {
+        (v + (1i128 << (shift - 1))) >> shift
+    }
+}
+
+/// `rounding_shift_right(x * multiplier, shift)`, exact.
+pub fn scale(x: i64, multiplier: i32, shift: u32) -> i128 {
+    rounding_shift_right(i128::from(x) * i128::from(multiplier), shift)
+}
+
+/// Saturates to the 8-bit output type; returns the output byte.
+pub fn saturate8(v: i64, signed: bool) -> u8 {
+    if signed {
+        v.clamp(-128, 127) as i8 as u8
+    } else {
+        v.clamp(0, 255) as u8
+    }
+}
+
+/// The value of an 8-bit code.
+pub fn code_value(byte: u8, signed: bool) -> i32 {
+    if signed {
+        byte as i8 as i32
+    } else {
+        byte as i32
+    }
+}
+
+/// Clamps to the int32 range.
+pub fn sat_i32(v: i128) -> i32 {
+    v.clamp(i32::MIN as i128, i32::MAX as i128) as i32
+}
+
+/// ELTWISE: combines the rescaled inputs exactly (before the 30-bit wrap).
+pub fn eltwise_combine(op: EltOp, a: i64, b: i64) -> i64 {
+    match op {
+        EltOp::Add => a.saturating_add(b),
+        EltOp::Mul => a.saturating_mul(b),
+        EltOp::Max => a.max(b),
+    }
+}
+
+/// ELTWISE input rescale: `sat_i32(rounding_shift_right((code - zero) * mult, shift))`.
+pub fn eltwise_rescale(code: i32, zero: i32, mult: i32, shift: u32) -> i64 {
+    i64::from(sat_i32(scale(i64::from(code - zero), mult, shift)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_is_half_up() {
+        assert_eq!(rounding_shift_right(5, 1), 3); // 2.5 -> 3
+        assert_eq!(rounding_shift_right(-5, 1), -2); // -2.5 -> -2
+        assert_eq!(rounding_shift_right(-7, 2), -2); // -1.75 -> -2
+        assert_eq!(rounding_shift_right(7, 0), 7);
+    }
+
+    #[test]
+    fn accumulator_wraps_at_30_bits() {
+        assert_eq!(wrap_acc((1 << 29) - 1, 30), ((1 << 29) - 1, false));
+        assert_eq!(wrap_acc(1 << 29, 30), (-(1 << 29), true));
+        assert_eq!(wrap_acc(-(1 << 29), 30), (-(1 << 29), false));
+    }
+
+    #[test]
+    fn saturation() {
+        assert_eq!(saturate8(300, true), 127);
+        assert_eq!(saturate8(-300, true), 0x80);
+        assert_eq!(saturate8(-1, false), 0);
+        assert_eq!(saturate8(256, false), 255);
+        assert_eq!(code_value(0xFF, true), -1);
+        assert_eq!(code_value(0xFF, false), 255);
+    }
+
+    #[test]
+    fn eltwise() {
+        assert_eq!(eltwise_rescale(10, 2, 1 << 20, 20), 8);
+        assert_eq!(eltwise_combine(EltOp::Max, -3, 2), 2);
+        assert_eq!(eltwise_combine(EltOp::Mul, -3, 2), -6);
+    }
+}

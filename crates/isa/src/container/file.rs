@@ -1,0 +1,273 @@
+//! Reading and writing `.nnab` bytes.
+
+use super::wire::{Reader, Writer};
+use super::{
+    ContainerError, DramImage, HostOp, HostOps, IoDesc, Metadata, Program, SectionKind,
+    FORMAT_VERSION, MAGIC,
+};
+use crate::crc32::crc32;
+use crate::hw::HwConfig;
+use crate::instr::{check_program, decode_program, encode_program};
+
+const HEADER_SIZE: usize = 16;
+const ENTRY_SIZE: usize = 24;
+const CRC_SIZE: usize = 4;
+const HOSTOPS_MAGIC: [u8; 4] = *b"HOPS";
+const HOSTOPS_VERSION: u32 = 1;
+
+impl Program {
+    /// Serializes the program. Deterministic: equal programs give equal bytes.
+    pub fn write(&self) -> Result<Vec<u8>, ContainerError> {
+        check_program(&self.instrs).map_err(ContainerError::new)?;
+        for d in &self.io {
+            d.validate().map_err(ContainerError::new)?;
+        }
+        self.meta
+            .hw
+            .validate()
+            .map_err(|e| ContainerError::new(e.to_string()))?;
+        let code = encode_program(&self.instrs).map_err(|e| ContainerError::new(e.to_string()))?;
+        let mut sections: Vec<(SectionKind, Vec<u8>)> = vec![
+            (SectionKind::Instructions, code),
+            (SectionKind::Dram, write_dram(&self.dram)),
+            (SectionKind::Io, write_io(&self.io)),
+        ];
+        if let Some(h) = &self.host_ops {
+            sections.push((SectionKind::HostOps, write_host_ops(h)));
+        }
+        sections.push((SectionKind::Metadata, write_meta(&self.meta)));
+
+        let mut w = Writer::default();
+        w.bytes(&MAGIC);
+        w.u32(FORMAT_VERSION);
+        w.u32(sections.len() as u32);
+        let mut offset = (HEADER_SIZE + ENTRY_SIZE * sections.len()) as u64;
+        for (kind, payload) in &sections {
+            w.u32(*kind as u32);
+            w.u32(0);
+            w.u64(offset);
+            w.u64(payload.len() as u64);
+            offset += payload.len() as u64;
+        }
+        for (_, payload) in &sections {
+            w.bytes(payload);
+        }
+        let crc = crc32(&w.0);
+        w.u32(crc);
+        Ok(w.0)
+    }
+
+    /// Parses and validates a container. Never panics on any input.
+    pub fn read(bytes: &[u8]) -> Result<Program, ContainerError> {
+        let body = check_envelope(bytes)?;
+        let sections = read_table(body)?;
+        let get = |k: SectionKind| sections.iter().find(|(kind, _, _)| *kind == k);
+        let need = |k: SectionKind| {
+            get(k).ok_or_else(|| ContainerError::new(format!("missing {} section", k.name())))
+        };
+
+        let (_, off, data) = need(SectionKind::Instructions)?;
+        let instrs = decode_program(data)
+            .map_err(|e| ContainerError::at(off + e.offset, "instructions", e.message))?
+            .into_iter()
+            .map(|l| l.instr)
+            .collect();
+        let (_, off, data) = need(SectionKind::Dram)?;
+        let dram = read_dram(&mut Reader::new(data, *off, "dram"))?;
+        let (_, off, data) = need(SectionKind::Io)?;
+        let io = read_io(&mut Reader::new(data, *off, "io"))?;
+        let host_ops = match get(SectionKind::HostOps) {
+            Some((_, off, data)) => Some(read_host_ops(&mut Reader::new(data, *off, "hostops"))?),
+            None => None,
+        };
+        let (_, off, data) = need(SectionKind::Metadata)?;
+        let meta = read_meta(&mut Reader::new(data, *off, "metadata"))?;
+        Ok(Program {
+            instrs,
+            dram,
+            io,
+            host_ops,
+            meta,
+        })
+    }
+}
+
+/// Checks magic, version and checksum; returns the bytes before the checksum.
+fn check_envelope(bytes: &[u8]) -> Result<&[u8], ContainerError> {
+    if bytes.len() < HEADER_SIZE + CRC_SIZE {
+        return Err(ContainerError::new(format!(
+            "file too short ({} bytes) to be an .nnab container",
+            bytes.len()
+        )));
+    }
+    if bytes[..8] != MAGIC {
+        return Err(ContainerError::new("not an .nnab container (bad magic)"));
+    }
+    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+    if version != FORMAT_VERSION {
+        return Err(ContainerError::new(format!(
+            "unsupported .nnab format version {version} (this nnac reads version {FORMAT_VERSION})"
+        )));
+    }
+    let (body, tail) = bytes.split_at(bytes.len() - CRC_SIZE);
+    let stored = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
+    let computed = crc32(body);
+    if stored != computed {
+        return Err(ContainerError::new(format!(
+            "checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): file is corrupt or truncated"
+        )));
+    }
+    Ok(body)
+}
+
+/// A section: kind, file offset, payload.
+type Section<'a> = (SectionKind, usize, &'a [u8]);
+
+/// Parses the section table; sections must be in kind order and tile the body exactly.
+fn read_table(body: &[u8]) -> Result<Vec<Section<'_>>, ContainerError> {
+    let mut r = Reader::new(&body[12..], 12, "header");
+    let count = r.u32()? as usize;
+    if count > SectionKind::ALL.len() {
+        return Err(r.error(format!(
+            "{count} sections (at most {})",
+            SectionKind::ALL.len()
+        )));
+    }
+    let mut expected = (HEADER_SIZE + ENTRY_SIZE * count) as u64;
+    let mut out = Vec::new();
+    let mut last: Option<SectionKind> = None;
+    for _ in 0..count {
+        let kind_raw = r.u32()?;
+        let kind = SectionKind::from_u32(kind_raw)
+            .ok_or_else(|| r.error(format!("unknown section kind {kind_raw}")))?;
+        if last.is_some_and(|l| l >= kind) {
+            return Err(r.error(format!("section {} out of order or repeated", kind.name())));
+        }
+        last = Some(kind);
+        if r.u32()? != 0 {
+            return Err(r.error("reserved section-table word is not zero"));
+        }
+        let (offset, len) = (r.u64()?, r.u64()?);
+        if offset != expected {
+            return Err(r.error(format!(
+                "section {} at offset {offset}, expected {expected}",
+                kind.name()
+            )));
+        }
+        let end = offset
+            .checked_add(len)
+            .filter(|&e| e <= body.len() as u64)
+            .ok_or_else(|| r.error(format!("section {} overruns the file", kind.name())))?;
+        out.push((kind, offset as usize, &body[offset as usize..end as usize]));
+        expected = end;
+    }
+    if expected != body.len() as u64 {
+        return Err(ContainerError::new(format!(
+            "{} bytes after the last section",
+            body.len() as u64 - expected
+        )));
+    }
+    Ok(out)
+}
+
+fn write_dram(d: &DramImage) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.u64(d.base);
+    w.bytes(&d.bytes);
+    w.0
+}
+
+fn read_dram(r: &mut Reader) -> Result<DramImage, ContainerError> {
+    let base = r.u64()?;
+    let bytes = r.rest().to_vec();
+    if base.checked_add(bytes.len() as u64).is_none() {
+        return Err(r.error("DRAM image wraps around the address space"));
+    }
+    Ok(DramImage { base, bytes })
+}
+
+fn write_io(io: &[IoDesc]) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.u32(io.len() as u32);
+    for d in io {
+        d.write(&mut w);
+    }
+    w.0
+}
+
+fn read_io(r: &mut Reader) -> Result<Vec<IoDesc>, ContainerError> {
+    let n = r.count(32)?;
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push(IoDesc::read(r)?);
+    }
+    r.finish()?;
+    Ok(v)
+}
+
+fn write_host_ops(h: &HostOps) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.bytes(&HOSTOPS_MAGIC);
+    w.u32(HOSTOPS_VERSION);
+    w.u32(h.ops.len() as u32);
+    for op in &h.ops {
+        w.u32(op.kind);
+        w.u32(op.payload.len() as u32);
+        w.bytes(&op.payload);
+    }
+    w.0
+}
+
+fn read_host_ops(r: &mut Reader) -> Result<HostOps, ContainerError> {
+    if r.bytes(4)? != HOSTOPS_MAGIC {
+        return Err(r.error("bad host-op section magic"));
+    }
+    let v = r.u32()?;
+    if v != HOSTOPS_VERSION {
+        return Err(r.error(format!("unsupported host-op section version {v}")));
+    }
+    let n = r.count(8)?;
+    let mut ops = Vec::with_capacity(n);
+    for _ in 0..n {
+        let kind = r.u32()?;
+        let len = r.count(1)?;
+        ops.push(HostOp {
+            kind,
+            payload: r.bytes(len)?.to_vec(),
+        });
+    }
+    r.finish()?;
+    Ok(HostOps { ops })
+}
+
+fn write_meta(m: &Metadata) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.string(&m.source_model);
+    w.string(&m.compiler_version);
+    w.string(&m.hw.to_toml());
+    w.u64(m.hw.fingerprint());
+    w.0
+}
+
+fn read_meta(r: &mut Reader) -> Result<Metadata, ContainerError> {
+    let source_model = r.string()?;
+    let compiler_version = r.string()?;
+    let toml = r.string()?;
+    let hw = HwConfig::from_toml_str(&toml).map_err(|e| r.error(e.to_string()))?;
+    if hw.to_toml() != toml {
+        return Err(r.error("hardware config is not in canonical form"));
+    }
+    let fp = r.u64()?;
+    if fp != hw.fingerprint() {
+        return Err(r.error(format!(
+            "hardware fingerprint {fp:#018x} does not match the config ({:#018x})",
+            hw.fingerprint()
+        )));
+    }
+    r.finish()?;
+    Ok(Metadata {
+        source_model,
+        compiler_version,
+        hw,
+    })
+}

@@ -1,0 +1,201 @@
+//! The `.nnab` program container (format described in docs/ISA.md, "Container").
+
+mod file;
+mod io;
+mod wire;
+
+pub use io::{IoDesc, IoDir, IoDtype, IoLayout};
+
+use crate::hw::HwConfig;
+use crate::instr::{Instr, Located};
+use std::fmt;
+
+/// First 8 bytes of every `.nnab` file.
+pub const MAGIC: [u8; 8] = *b"NNAB\r\n\x1a\n";
+/// The format version this crate reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Section kinds, in the order they appear.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SectionKind {
+    Instructions = 1,
+    Dram = 2,
+    Io = 3,
+    HostOps = 4,
+    Metadata = 5,
+}
+
+impl SectionKind {
+    pub const ALL: [SectionKind; 5] = [
+        SectionKind::Instructions,
+        SectionKind::Dram,
+        SectionKind::Io,
+        SectionKind::HostOps,
+        SectionKind::Metadata,
+    ];
+    pub fn from_u32(v: u32) -> Option<SectionKind> {
+        Self::ALL.into_iter().find(|k| *k as u32 == v)
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            SectionKind::Instructions => "instructions",
+            SectionKind::Dram => "dram",
+            SectionKind::Io => "io",
+            SectionKind::HostOps => "hostops",
+            SectionKind::Metadata => "metadata",
+        }
+    }
+}
+
+/// Initial DRAM contents (weights, constants), loaded at `base`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DramImage {
+    pub base: u64,
+    pub bytes: Vec<u8>,
+}
+
+/// One host-side operation (opaque to the NNA; interpreted by the runtime).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HostOp {
+    pub kind: u32,
+    pub payload: Vec<u8>,
+}
+
+/// The host-op section.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HostOps {
+    pub ops: Vec<HostOp>,
+}
+
+/// Program metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Metadata {
+    /// Source model (file name or model name).
+    pub source_model: String,
+    /// The compiler that produced the program, e.g. "nnac 0.1.0".
+    pub compiler_version: String,
+    /// The hardware the program was compiled for.
+    pub hw: HwConfig,
+}
+
+/// A whole NNA program.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Program {
+    /// Instruction stream; must end with its only STOP.
+    pub instrs: Vec<Instr>,
+    pub dram: DramImage,
+    /// Inputs and outputs, in order.
+    pub io: Vec<IoDesc>,
+    /// Optional host-op section.
+    pub host_ops: Option<HostOps>,
+    pub meta: Metadata,
+}
+
+/// A container that cannot be read or written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerError {
+    /// File offset of the problem, when known.
+    pub offset: Option<usize>,
+    /// Section involved, when known.
+    pub section: Option<&'static str>,
+    pub message: String,
+}
+
+impl ContainerError {
+    pub fn new(message: impl Into<String>) -> Self {
+        ContainerError {
+            offset: None,
+            section: None,
+            message: message.into(),
+        }
+    }
+    pub fn at(offset: usize, section: &'static str, message: impl Into<String>) -> Self {
+        ContainerError {
+            offset: Some(offset),
+            section: Some(section),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ContainerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(s) = self.section {
+            write!(f, "{s} section: ")?;
+        }
+        if let Some(o) = self.offset {
+            write!(f, "at file offset {o}: ")?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+impl std::error::Error for ContainerError {}
+
+impl Program {
+    /// A program for `hw` with no instructions but STOP.
+    pub fn new(hw: HwConfig) -> Program {
+        Program {
+            instrs: vec![Instr::Stop(Default::default())],
+            meta: Metadata {
+                hw,
+                ..Metadata::default()
+            },
+            ..Program::default()
+        }
+    }
+
+    /// Checks that the program fits its hardware configuration: every flag index is
+    /// below `hw.flags`.
+    pub fn check_hw(&self) -> Result<(), String> {
+        for (i, ins) in self.instrs.iter().enumerate() {
+            if let Some(m) = ins.flags().all().highest() {
+                if m >= self.meta.hw.flags {
+                    return Err(format!(
+                        "instruction {i} ({}) uses flag F{m} but the hardware has {} flags",
+                        ins.mnemonic(),
+                        self.meta.hw.flags
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Errs unless the program was compiled for exactly `hw` (the simulator's check).
+    pub fn require_hw(&self, hw: &HwConfig) -> Result<(), String> {
+        if &self.meta.hw == hw {
+            return Ok(());
+        }
+        Err(format!(
+            "program was compiled for a different hardware configuration (fingerprint {:#018x}, this target {:#018x})",
+            self.meta.hw.fingerprint(),
+            hw.fingerprint()
+        ))
+    }
+
+    /// The instructions with their index, stream offset and encoded size.
+    pub fn located(&self) -> Vec<Located> {
+        let mut offset = 0;
+        self.instrs
+            .iter()
+            .enumerate()
+            .map(|(index, instr)| {
+                let size = instr.encoded_size();
+                let l = Located {
+                    index,
+                    offset,
+                    size,
+                    instr: instr.clone(),
+                };
+                offset += size;
+                l
+            })
+            .collect()
+    }
+
+    /// Encoded instruction stream size in bytes.
+    pub fn code_size(&self) -> usize {
+        self.instrs.iter().map(Instr::encoded_size).sum()
+    }
+}

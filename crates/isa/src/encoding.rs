@@ -1,0 +1,74 @@
+//! Header fields common to all instructions and the reserved-bit rule.
+
+use crate::bits;
+use crate::error::DecodeError;
+use crate::field::FieldSpec;
+use crate::flags::FlagLayout;
+
+/// Byte 0 of every instruction (and SIMD instruction): the opcode.
+pub const OPCODE: FieldSpec = FieldSpec::header("opcode", 0, 8, "instruction opcode");
+/// Compute instructions: number of SIMD instructions that follow.
+pub const SIMD_LEN: FieldSpec = FieldSpec::header(
+    "simd_len",
+    8,
+    8,
+    "number of 16-byte SIMD instructions following this one",
+);
+/// Flag slots of DMA and STOP instructions: 2 per list at bit 8.
+pub const DMA_FLAGS: FlagLayout = FlagLayout {
+    offset: 8,
+    slots: 2,
+};
+/// Flag slots of compute instructions: 8 per list at bit 32.
+pub const COMPUTE_FLAGS: FlagLayout = FlagLayout {
+    offset: 32,
+    slots: 8,
+};
+
+/// Bit ranges `[start, end)` of an instruction of `size` bytes not covered by `specs`.
+pub fn reserved_ranges<'a>(
+    size: usize,
+    specs: impl IntoIterator<Item = &'a FieldSpec>,
+) -> Vec<(u32, u32)> {
+    let nbits = size as u32 * 8;
+    let mut used = vec![false; nbits as usize];
+    for s in specs {
+        for b in s.offset..(s.offset + s.width).min(nbits) {
+            used[b as usize] = true;
+        }
+    }
+    let mut out = Vec::new();
+    let mut b = 0;
+    while b < nbits {
+        if used[b as usize] {
+            b += 1;
+            continue;
+        }
+        let start = b;
+        while b < nbits && !used[b as usize] {
+            b += 1;
+        }
+        out.push((start, b));
+    }
+    out
+}
+
+/// Errs if any bit of `buf` outside `specs` is set (reserved bits must be zero).
+pub fn check_reserved<'a>(
+    buf: &[u8],
+    base: usize,
+    mnemonic: &str,
+    specs: impl IntoIterator<Item = &'a FieldSpec>,
+) -> Result<(), DecodeError> {
+    for (start, end) in reserved_ranges(buf.len(), specs) {
+        for bit in start..end {
+            if bits::get(buf, bit, 1) != 0 {
+                return Err(DecodeError::new(
+                    base + (bit / 8) as usize,
+                    format!("{mnemonic}: reserved bit {bit} (in bits {start}..{end}) is not zero"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,138 @@
+//! Static hazard check: proves from the program alone that no interleaving of the
+//! two queues the dependency flags allow races on a byte or deadlocks
+//! (docs/ISA.md 3.3). Independent of the backend's flag assigner and of the simulator.
+//!
+//! # Model
+//!
+//! The DMA queue holds the DMA_READ / DMA_WRITE instructions `d0 .. d(m-1)`, the
+//! compute queue the compute instructions `c0 .. c(n-1)`, both in program order; STOP
+//! ends both. Each queue runs one instruction at a time, in order (ISA.md 2), so two
+//! instructions of the *same* queue never overlap in time and are safe by ordering:
+//! only DMA/compute pairs can race. An instruction has two events: *start* (when it
+//! is its queue's head, the previous one has completed, and its `wait_set` flags are
+//! set and its `wait_clear` flags clear) and *completion* (it clears, then sets, its
+//! flags). All its memory accesses happen between the two. The two queues may run at
+//! any relative speed, so every interleaving of events that respects these rules is
+//! possible, and nothing else is.
+//!
+//! The abstract state after any prefix of events is `(i, j, a, b)`: `i` DMA and `j`
+//! compute instructions have completed, `a` / `b` says whether `d_i` / `c_j` is in
+//! flight. The flag state is a function of `(i, j)`: in an interleaving without a flag
+//! error, every completion either sets a clear flag, clears a set flag, or (flag in
+//! both lists) clears and sets a set flag, so each flag's value is its number of sets
+//! minus clears among the completed instructions, whatever their order
+//! ([`queues::NetCounts`]). Starting changes no flag, so whether a head may start
+//! depends only on `(i, j)` too. Hence the states reachable by some interleaving are
+//! exactly those the sweep in [`explore`] reaches (at most `4(m+1)(n+1)`; every
+//! transition increases `i`, `j` or the phase, so one ordered pass suffices, and only
+//! the reached span of each row is visited). A path on which a completion sets a set
+//! flag or clears a clear flag is reported as a flag error and not followed further
+//! (the simulator stops there); other paths to the same states still are.
+//!
+//! Findings:
+//! - **race**: a reachable state with `d_i` and `c_j` both in flight whose footprints
+//!   ([`footprint`]) overlap with at least one writing. Such a state is realizable, so
+//!   the accesses can interleave. Conversely, if no such state exists, every pair of
+//!   conflicting instructions is ordered in time in every execution. Footprints are
+//!   exact or supersets (never missing a byte), so a clean report is a proof; a race
+//!   reported through an over-approximated input window may be spurious. Only the DMA
+//!   queue touches DRAM, so DRAM races are impossible by construction (footprints
+//!   cover DRAM anyway).
+//! - **deadlock**: a reachable state with no head in flight, no head able to start,
+//!   and not (both queues drained and STOP able to start).
+//! - **flag error**: a reachable completion setting a set flag or clearing a clear one.
+//! - **flag range**: a flag number >= the hardware's `flags`.
+
+pub mod explore;
+pub mod footprint;
+pub mod geometry;
+pub mod intervals;
+pub mod queues;
+pub mod report;
+
+pub use footprint::{footprint, Footprint, Space};
+pub use intervals::Intervals;
+pub use report::{
+    Blocked, Conflict, Deadlock, FlagError, FlagErrorKind, FlagRange, HazardReport, InstrRef,
+    Progress, Race, RaceKind,
+};
+
+use crate::container::Program;
+use crate::hw::HwConfig;
+use crate::instr::{check_program as check_stop, Instr};
+use std::fmt;
+
+/// Most findings of one kind kept in a report; the rest are only counted.
+pub const MAX_FINDINGS: usize = 1000;
+
+/// A program the check cannot analyse (no STOP, or an instruction whose geometry
+/// breaks docs/ISA.md section 5, so its footprint is undefined).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HazardError {
+    pub instr: Option<InstrRef>,
+    pub message: String,
+}
+
+impl fmt::Display for HazardError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.instr {
+            Some(r) => write!(f, "instruction {r}: {}", self.message),
+            None => write!(f, "{}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for HazardError {}
+
+/// Index, stream offset and mnemonic of every instruction.
+pub fn instr_refs(instrs: &[Instr]) -> Vec<InstrRef> {
+    let mut offset = 0;
+    instrs
+        .iter()
+        .enumerate()
+        .map(|(index, ins)| {
+            let r = InstrRef {
+                index,
+                offset,
+                mnemonic: ins.mnemonic(),
+            };
+            offset += ins.encoded_size();
+            r
+        })
+        .collect()
+}
+
+/// Checks `p` against its own hardware configuration.
+pub fn check_program(p: &Program) -> Result<HazardReport, HazardError> {
+    check_instrs(&p.instrs, &p.meta.hw)
+}
+
+/// Checks an instruction stream for `hw` (uses `hw.flags` and `hw.mac_cols`).
+pub fn check_instrs(instrs: &[Instr], hw: &HwConfig) -> Result<HazardReport, HazardError> {
+    check_stop(instrs).map_err(|message| HazardError {
+        instr: None,
+        message,
+    })?;
+    let refs = instr_refs(instrs);
+    let mut report = HazardReport::default();
+    for (r, ins) in refs.iter().zip(instrs) {
+        footprint::check_geometry(ins).map_err(|message| HazardError {
+            instr: Some(*r),
+            message,
+        })?;
+        for flag in ins.flags().all().iter().filter(|&f| f >= hw.flags) {
+            report.flag_ranges.push(FlagRange {
+                instr: *r,
+                flag,
+                hw_flags: hw.flags,
+            });
+        }
+    }
+    let pairs: Vec<(InstrRef, &Instr)> = refs.into_iter().zip(instrs).collect();
+    let queues = queues::Queues::new(&pairs, hw);
+    report.dma_instrs = queues.dma.len();
+    report.compute_instrs = queues.compute.len();
+    let mut ex = explore::Explorer::new(&queues, report);
+    ex.run();
+    Ok(ex.report)
+}

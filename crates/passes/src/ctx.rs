@@ -1,0 +1,67 @@
+//! State the passes hand to each other: which original nodes each fused node absorbed
+//! (so calibration statistics of the float graph map onto fused values), host ops,
+//! and a log of what every pass did.
+
+use std::collections::BTreeMap;
+
+/// The original (pre-fusion) nodes a fused NNA node stands for.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Fused {
+    /// Absorbed node names in data-flow order (the first is the node itself).
+    pub members: Vec<String>,
+    /// The original node whose value is the SIMD output (before the pooling unit).
+    pub simd_out: String,
+}
+
+/// One rewrite a pass made, for the report.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Rewrite {
+    pub pass: String,
+    pub node: String,
+    pub what: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct PassCtx {
+    /// Fused node name -> what it absorbed.
+    pub fused: BTreeMap<String, Fused>,
+    pub log: Vec<Rewrite>,
+    /// The pass currently running (set by the pipeline).
+    pub pass: String,
+}
+
+impl PassCtx {
+    pub fn note(&mut self, node: &str, what: impl Into<String>) {
+        self.log.push(Rewrite {
+            pass: self.pass.clone(),
+            node: node.to_string(),
+            what: what.into(),
+        });
+    }
+
+    /// Records that `node` absorbed `member`; `simd` says whether member's value is
+    /// (now) the SIMD output, i.e. it is not a pooling stage.
+    pub fn absorb(&mut self, node: &str, member: &str, simd: bool) {
+        let f = self.fused.entry(node.to_string()).or_insert_with(|| Fused {
+            members: vec![node.to_string()],
+            simd_out: node.to_string(),
+        });
+        f.members.push(member.to_string());
+        if simd {
+            f.simd_out = member.to_string();
+        }
+    }
+
+    /// The original node whose value a node's output stands for.
+    pub fn out_name<'a>(&'a self, node: &'a str) -> &'a str {
+        self.fused
+            .get(node)
+            .and_then(|f| f.members.last())
+            .map_or(node, |s| s.as_str())
+    }
+
+    /// The original node whose value is the node's SIMD output.
+    pub fn simd_name<'a>(&'a self, node: &'a str) -> &'a str {
+        self.fused.get(node).map_or(node, |f| f.simd_out.as_str())
+    }
+}

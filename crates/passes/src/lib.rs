@@ -1,0 +1,43 @@
+//! nnac's graph passes: folding, fusion into the NNA's compound operations,
+//! calibration, int8 quantization, and the quantized reference interpreter.
+//!
+//! Entry: [`compile_graph`]. The order of the passes lives in [`pipeline`] only; each
+//! pass is one file with one entry function `fn(&mut Graph, &mut PassCtx)`.
+
+mod absorb;
+pub mod calib;
+mod ctx;
+mod error;
+pub mod float_eval;
+mod options;
+pub mod pipeline;
+mod pool_unit;
+pub mod qinterp;
+pub mod quant;
+pub mod report;
+pub mod simd_float;
+pub mod simd_program;
+mod util;
+
+pub mod fold_batchnorm;
+pub mod fold_constants;
+pub mod fold_hardswish;
+pub mod fold_scale_bias;
+pub mod fuse_dot;
+pub mod fuse_eltwise;
+pub mod lower_concat;
+pub mod lower_pools;
+pub mod lower_scale;
+pub mod mark_host;
+pub mod normalize_gemm;
+pub mod remove_identity;
+
+pub use ctx::{Fused, PassCtx, Rewrite};
+pub use error::PassError;
+pub use float_eval::Frame;
+pub use options::{CalibMethod, DumpSpec, PassOptions};
+pub use pipeline::{
+    compile_graph, run_passes, stage_names, Compiled, Pass, FLOAT_PASSES, FUSION_PASSES,
+};
+pub use qinterp::{run_quantized, run_quantized_observed, run_quantized_raw, QTrace};
+pub use report::Report;

@@ -1,0 +1,249 @@
+//! THE order of the passes, and the verifier and IR dumps between them.
+//!
+//! float passes (fold) -> [calibration on that float graph] -> fusion passes ->
+//! quantize -> report. The verifier runs on the input and after every pass in debug
+//! builds and when `verify_each` is set; dumps are written after the named pass or
+//! after each (numbered `NN-<pass>.ir`, `00-input.ir` first).
+
+use crate::calib;
+use crate::ctx::PassCtx;
+use crate::float_eval::Frame;
+use crate::report::{self, HostOpEntry, Report};
+use crate::{
+    fold_batchnorm, fold_constants, fold_hardswish, fold_scale_bias, fuse_dot, fuse_eltwise,
+    lower_concat, lower_pools, lower_scale, mark_host, normalize_gemm, quant, remove_identity,
+    PassError, PassOptions,
+};
+use nnac_ir::Graph;
+use std::time::Instant;
+
+pub type PassFn = fn(&mut Graph, &mut PassCtx) -> Result<(), PassError>;
+
+/// A graph pass: its name (for dumps, logs, errors) and entry function.
+#[derive(Clone, Copy)]
+pub struct Pass {
+    pub name: &'static str,
+    pub run: PassFn,
+}
+
+/// Folding on the float graph; the result is the graph calibration runs on.
+pub const FLOAT_PASSES: [Pass; 7] = [
+    Pass {
+        name: "remove_identity",
+        run: remove_identity::remove_identity,
+    },
+    Pass {
+        name: "normalize_gemm",
+        run: normalize_gemm::normalize_gemm,
+    },
+    Pass {
+        name: "fold_constants",
+        run: fold_constants::fold_constants,
+    },
+    Pass {
+        name: "fold_hardswish",
+        run: fold_hardswish::fold_hardswish,
+    },
+    Pass {
+        name: "fold_batchnorm",
+        run: fold_batchnorm::fold_batchnorm,
+    },
+    Pass {
+        name: "fold_scale_bias",
+        run: fold_scale_bias::fold_scale_bias,
+    },
+    Pass {
+        name: "lower_pools",
+        run: lower_pools::lower_pools,
+    },
+];
+
+/// Fusion into the NNA's compound ops; after these every node is an NNA op, an
+/// input, a constant or a reshape.
+pub const FUSION_PASSES: [Pass; 5] = [
+    Pass {
+        name: "fuse_dot",
+        run: fuse_dot::fuse_dot,
+    },
+    Pass {
+        name: "fuse_eltwise",
+        run: fuse_eltwise::fuse_eltwise,
+    },
+    Pass {
+        name: "lower_scale",
+        run: lower_scale::lower_scale,
+    },
+    Pass {
+        name: "lower_concat",
+        run: lower_concat::lower_concat,
+    },
+    Pass {
+        name: "mark_host",
+        run: mark_host::mark_host,
+    },
+];
+
+/// Name of the quantization stage (for dumps).
+pub const QUANTIZE: &str = "quantize";
+
+/// Every stage name `--dump-ir` accepts, in pipeline order.
+pub fn stage_names() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = FLOAT_PASSES
+        .iter()
+        .chain(&FUSION_PASSES)
+        .map(|p| p.name)
+        .collect();
+    v.push(QUANTIZE);
+    v
+}
+
+/// Runs passes, verifying and dumping between them.
+struct Runner<'a> {
+    opts: &'a PassOptions,
+    ctx: PassCtx,
+    step: usize,
+    times: Vec<(String, f64)>,
+}
+
+impl Runner<'_> {
+    fn check(&mut self, g: &Graph, stage: &str) -> Result<(), PassError> {
+        if cfg!(debug_assertions) || self.opts.verify_each {
+            nnac_ir::verify(g).map_err(|errs| PassError::Verify {
+                pass: stage.to_string(),
+                errors: errs.iter().map(|e| e.to_string()).collect(),
+            })?;
+        }
+        self.dump(g, stage)
+    }
+
+    fn dump(&mut self, g: &Graph, stage: &str) -> Result<(), PassError> {
+        let step = self.step;
+        self.step += 1;
+        let Some(d) = &self.opts.dump else {
+            return Ok(());
+        };
+        if d.stage.as_deref().is_some_and(|s| s != stage) {
+            return Ok(());
+        }
+        let path = d.dir.join(format!("{step:02}-{stage}.ir"));
+        let fail = |e: std::io::Error| PassError::Dump {
+            path: path.display().to_string(),
+            msg: e.to_string(),
+        };
+        std::fs::create_dir_all(&d.dir).map_err(fail)?;
+        std::fs::write(&path, nnac_ir::print(g)).map_err(fail)
+    }
+
+    fn run(&mut self, g: &mut Graph, passes: &[Pass]) -> Result<(), PassError> {
+        for p in passes {
+            self.ctx.pass = p.name.to_string();
+            let t = Instant::now();
+            (p.run)(g, &mut self.ctx)?;
+            self.times
+                .push((p.name.to_string(), t.elapsed().as_secs_f64() * 1e3));
+            self.check(g, p.name)?;
+        }
+        Ok(())
+    }
+}
+
+/// The result of [`compile_graph`].
+pub struct Compiled {
+    /// The quantized graph (or the fused float graph with `skip_quantization`).
+    pub graph: Graph,
+    /// The folded float graph calibration ran on (the accuracy reference).
+    pub float_graph: Graph,
+    pub report: Report,
+}
+
+fn check_options(opts: &PassOptions) -> Result<(), PassError> {
+    if let Some(stage) = opts.dump.as_ref().and_then(|d| d.stage.as_deref()) {
+        if stage != "input" && !stage_names().contains(&stage) {
+            return Err(PassError::Options(format!(
+                "unknown IR dump stage '{stage}'; stages: input, {}",
+                stage_names().join(", ")
+            )));
+        }
+    }
+    if !(opts.percentile > 0.0 && opts.percentile <= 100.0) {
+        return Err(PassError::Options(format!(
+            "percentile {} is not in (0, 100]",
+            opts.percentile
+        )));
+    }
+    Ok(())
+}
+
+/// The crate entry: folds, fuses, calibrates on `calib_frames` and quantizes `graph`,
+/// then measures the quantized graph against the float graph on the same frames.
+pub fn compile_graph(
+    graph: Graph,
+    calib_frames: &[Frame],
+    opts: &PassOptions,
+) -> Result<Compiled, PassError> {
+    check_options(opts)?;
+    let mut r = Runner {
+        opts,
+        ctx: PassCtx::default(),
+        step: 0,
+        times: Vec::new(),
+    };
+    let mut g = graph;
+    r.check(&g, "input")?;
+    r.run(&mut g, &FLOAT_PASSES)?;
+    let float_graph = g.clone();
+    r.run(&mut g, &FUSION_PASSES)?;
+    let mut rep = Report {
+        graph: g.name.clone(),
+        ..Default::default()
+    };
+    rep.host_ops = mark_host::host_ops(&g)
+        .into_iter()
+        .map(|(node, op)| HostOpEntry { node, op })
+        .collect();
+    if !opts.skip_quantization {
+        let t = Instant::now();
+        let stats = calib::collect(&float_graph, calib_frames)?;
+        r.times
+            .push(("calibrate".into(), t.elapsed().as_secs_f64() * 1e3));
+        let t = Instant::now();
+        let layers = quant::quantize(&mut g, &r.ctx, &stats, opts.calib_method, opts.percentile)?;
+        r.times
+            .push((QUANTIZE.into(), t.elapsed().as_secs_f64() * 1e3));
+        r.check(&g, QUANTIZE)?;
+        rep.calib_method = Some(opts.calib_method);
+        rep.calib_frames = calib_frames.len();
+        rep.acc_rescaled_layers = layers
+            .iter()
+            .filter(|l| l.acc.as_ref().is_some_and(|a| a.rescaled_channels > 0))
+            .map(|l| l.name.clone())
+            .collect();
+        let t = Instant::now();
+        report::measure(&float_graph, &g, &r.ctx, &layers, calib_frames, &mut rep)?;
+        r.times
+            .push(("report".into(), t.elapsed().as_secs_f64() * 1e3));
+    }
+    rep.rewrites = r.ctx.log;
+    rep.pass_ms = r.times;
+    Ok(Compiled {
+        graph: g,
+        float_graph,
+        report: rep,
+    })
+}
+
+/// Runs only the given passes (tests and tools), verifying after each.
+pub fn run_passes(
+    g: &mut Graph,
+    passes: &[Pass],
+    opts: &PassOptions,
+) -> Result<PassCtx, PassError> {
+    let mut r = Runner {
+        opts,
+        ctx: PassCtx::default(),
+        step: 0,
+        times: Vec::new(),
+    };
+    r.run(g, passes)?;
+    Ok(r.ctx)
+}

@@ -1,0 +1,198 @@
+//! The quantized reference interpreter: runs a quantized graph exactly as docs/ISA.md
+//! defines the arithmetic, written plainly (no tiling, no SRAM) — the bit-exact oracle
+//! for the simulator. Activations are held as integer codes; graph inputs are
+//! quantized (`clamp(round(x / s) + zp)`, the runtime's job) and graph outputs
+//! dequantized (`(q - zp) * s`).
+
+mod dot;
+pub mod epilogue;
+mod host;
+mod pool;
+mod simd_ops;
+
+use crate::float_eval::Frame;
+use crate::quant::params::{code_range, dequantize, quantize, scale_zp};
+use crate::PassError;
+use nnac_ir::{DType, Graph, NnaOp, NodeId, Op, Tensor, TensorData, Value};
+use std::collections::BTreeMap;
+
+/// A value during quantized execution.
+#[derive(Clone, Debug, PartialEq)]
+pub enum QVal {
+    /// Integer codes (8-bit activations, int8 weights, int32 biases).
+    Codes(Vec<i32>),
+    /// A float constant (operands of host ops).
+    F32(Vec<f32>),
+}
+
+impl QVal {
+    pub fn codes(&self) -> Option<&[i32]> {
+        match self {
+            QVal::Codes(c) => Some(c),
+            QVal::F32(_) => None,
+        }
+    }
+}
+
+/// Counters of one run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QTrace {
+    /// Accumulator values that wrapped at 30 bits (the compiler must keep this 0).
+    pub acc_overflows: u64,
+}
+
+/// Runs the quantized graph on float inputs (by input name); returns the dequantized
+/// outputs by output name (the convention of `nnac_interp::run_float`).
+pub fn run_quantized(g: &Graph, inputs: &Frame) -> Result<BTreeMap<String, Tensor>, PassError> {
+    let (vals, _) = run_quantized_observed(g, inputs, &mut |_, _| {})?;
+    Ok(dequantized_outputs(g, &vals))
+}
+
+/// The graph outputs of a finished run, dequantized, by output name.
+pub fn dequantized_outputs(g: &Graph, vals: &BTreeMap<NodeId, QVal>) -> BTreeMap<String, Tensor> {
+    g.outputs()
+        .iter()
+        .map(|o| {
+            let t = g.value_type(o.value);
+            let (s, zp) = scale_zp(t);
+            let codes = vals[&o.value.node].codes().unwrap_or(&[]);
+            let data = codes.iter().map(|&q| dequantize(q, s, zp)).collect();
+            (
+                o.name.clone(),
+                Tensor::f32(t.shape.clone(), data).expect("shape"),
+            )
+        })
+        .collect()
+}
+
+/// Runs the quantized graph; returns the raw int8 / uint8 output codes by output name
+/// (a constant graph output stays f32).
+pub fn run_quantized_raw(g: &Graph, inputs: &Frame) -> Result<BTreeMap<String, Tensor>, PassError> {
+    let (vals, _) = run_quantized_observed(g, inputs, &mut |_, _| {})?;
+    Ok(g.outputs()
+        .iter()
+        .map(|o| {
+            (
+                o.name.clone(),
+                raw_tensor(g, o.value, vals[&o.value.node].codes().unwrap_or(&[])),
+            )
+        })
+        .collect())
+}
+
+fn raw_tensor(g: &Graph, v: Value, codes: &[i32]) -> Tensor {
+    let t = g.value_type(v);
+    let data = match t.dtype {
+        DType::U8 => TensorData::U8(codes.iter().map(|&c| c as u8).collect()),
+        _ => TensorData::I8(codes.iter().map(|&c| c as i8).collect()),
+    };
+    Tensor::new(t.shape.clone(), data).expect("shape")
+}
+
+/// Runs the graph, calling `observe(node, codes)` after every non-constant node.
+/// Returns every node's value and the run's counters.
+pub fn run_quantized_observed(
+    g: &Graph,
+    inputs: &Frame,
+    observe: &mut dyn FnMut(NodeId, &[i32]),
+) -> Result<(BTreeMap<NodeId, QVal>, QTrace), PassError> {
+    crate::calib::check_frame(g, inputs, 0)?;
+    let order = g
+        .topo_order()
+        .map_err(|e| PassError::node("qinterp", &e.node, e.msg))?;
+    let mut vals: BTreeMap<NodeId, QVal> = BTreeMap::new();
+    let mut trace = QTrace::default();
+    for id in order {
+        let v = eval_node(g, id, inputs, &vals, &mut trace)?;
+        if let (QVal::Codes(c), false) = (&v, matches!(g.node(id).op, Op::Constant(_))) {
+            observe(id, c);
+        }
+        vals.insert(id, v);
+    }
+    Ok((vals, trace))
+}
+
+fn eval_node(
+    g: &Graph,
+    id: NodeId,
+    inputs: &Frame,
+    vals: &BTreeMap<NodeId, QVal>,
+    trace: &mut QTrace,
+) -> Result<QVal, PassError> {
+    let node = g.node(id);
+    let ins = g.node_inputs(id);
+    let arg = |i: usize| -> Result<&[i32], PassError> {
+        vals[&ins[i].node].codes().ok_or_else(|| {
+            PassError::node("qinterp", &node.name, format!("input {i} is not quantized"))
+        })
+    };
+    let out = &node.outputs[0];
+    Ok(match &node.op {
+        Op::Input => {
+            let (s, zp) = scale_zp(out);
+            QVal::Codes(
+                inputs[&node.name]
+                    .to_f32_vec()
+                    .iter()
+                    .map(|&x| quantize(x, s, zp, out.dtype))
+                    .collect(),
+            )
+        }
+        Op::Constant(c) => {
+            let t = g.constant(*c);
+            match &t.data {
+                TensorData::F32(v) => QVal::F32(v.clone()),
+                _ => QVal::Codes(
+                    t.to_i64_vec()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|x| x as i32)
+                        .collect(),
+                ),
+            }
+        }
+        Op::Reshape { .. } => QVal::Codes(arg(0)?.to_vec()),
+        Op::Nna(NnaOp::Dot(d)) => {
+            QVal::Codes(dot::run(g, id, d, &[arg(0)?, arg(1)?, arg(2)?], trace)?)
+        }
+        Op::Nna(NnaOp::Scale(s)) => {
+            QVal::Codes(simd_ops::scale(g, id, s, arg(0)?, arg(1)?, arg(2)?))
+        }
+        Op::Nna(NnaOp::Eltwise(e)) => {
+            QVal::Codes(simd_ops::eltwise(g, id, e, arg(0)?, arg(1)?, trace)?)
+        }
+        Op::Nna(NnaOp::Concat { axis }) => {
+            let parts: Vec<(&[i32], Vec<usize>)> = (0..ins.len())
+                .map(|i| Ok((arg(i)?, g.value_type(ins[i]).shape.clone())))
+                .collect::<Result<_, PassError>>()?;
+            QVal::Codes(concat(&parts, *axis))
+        }
+        Op::Nna(NnaOp::Host(op)) => QVal::Codes(host::run(g, id, op, vals)?),
+        other => {
+            return Err(PassError::node(
+                "qinterp",
+                &node.name,
+                format!("{} is not an op of the quantized IR", other.mnemonic()),
+            ))
+        }
+    })
+}
+
+/// Concatenation of same-quantization code tensors along `axis`.
+fn concat(parts: &[(&[i32], Vec<usize>)], axis: usize) -> Vec<i32> {
+    let outer: usize = parts[0].1[..axis].iter().product();
+    let mut out = Vec::new();
+    for o in 0..outer {
+        for (codes, shape) in parts {
+            let chunk: usize = shape[axis..].iter().product();
+            out.extend_from_slice(&codes[o * chunk..(o + 1) * chunk]);
+        }
+    }
+    out
+}
+
+/// Clamps to a dtype's code range (the 8-bit output saturation).
+pub(crate) fn saturate(v: i32, d: DType) -> i32 {
+    let (lo, hi) = code_range(d);
+    v.clamp(lo, hi)
+}

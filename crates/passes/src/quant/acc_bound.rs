@@ -1,0 +1,39 @@
+//! The 30-bit accumulator bound. For output channel c the accumulator holds
+//! `bias[c] + sum_k w[c,k] * x_k` over raw 8-bit codes, so
+//! `|acc| <= |bias[c]| + sum_k |w[c,k]| * max|x|` where `max|x|` is the largest code
+//! magnitude the input can hold (from its producer's clamp, else its dtype). If that
+//! can exceed `2^29 - 1` the channel is rescaled: its weights are requantized at a
+//! coarser scale (dropping the low bits of precision that channel cannot afford)
+//! until the bound holds. Nothing is left to luck.
+
+use nnac_isa::arith::ACC_BITS;
+
+/// Largest value the accumulator holds without wrapping.
+pub const ACC_LIMIT: i64 = (1 << (ACC_BITS - 1)) - 1;
+
+/// Bound per channel: `|bias| + sum |w| * xmax`.
+pub fn channel_bounds(
+    wq: &[i8],
+    bias: &[i64],
+    channel_of: &dyn Fn(usize) -> usize,
+    xmax: i64,
+) -> Vec<i64> {
+    let mut b: Vec<i64> = bias.iter().map(|x| x.abs()).collect();
+    for (i, &w) in wq.iter().enumerate() {
+        b[channel_of(i)] += i64::from(w).abs() * xmax;
+    }
+    b
+}
+
+/// What the bound check did for one layer.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct AccReport {
+    /// Largest per-channel bound after any rescaling.
+    pub bound: i64,
+    pub limit: i64,
+    /// Largest bound before rescaling (equal to `bound` when nothing was rescaled).
+    pub bound_before: i64,
+    pub rescaled_channels: usize,
+    /// Largest factor a channel's weight scale was multiplied by.
+    pub max_rescale: f32,
+}

@@ -1,0 +1,265 @@
+//! Quantizes one NNA dot op: int8 per-output-channel weights, int32 bias (with the
+//! input zero-point correction), the accumulator bound (rescaling channels that could
+//! overflow), and the requantization of its epilogue.
+
+use super::acc_bound::{channel_bounds, AccReport, ACC_LIMIT};
+use super::params::{quantize_weight, quantize_weights, scale_zp};
+use super::requant;
+use crate::util::{dot_out_channels, weight_out_channel};
+use crate::PassError;
+use nnac_ir::{
+    DType, DotKind, GemmAttrs, Graph, NnaOp, NodeId, Op, Quant, Tensor, TensorData, TensorType,
+};
+
+const PASS: &str = "quantize";
+
+/// The IR op whose weight layout a dot kind uses.
+pub fn layout_op(kind: &DotKind) -> Op {
+    match kind {
+        DotKind::Conv(a) => Op::Conv(a.clone()),
+        DotKind::Deconv(a) => Op::ConvTranspose(a.clone()),
+        DotKind::Inner => Op::Gemm(GemmAttrs {
+            alpha: 1.0,
+            beta: 1.0,
+            trans_a: false,
+            trans_b: true,
+        }),
+    }
+}
+
+/// Quantized weights of one layer.
+pub struct QWeights {
+    pub wq: Vec<i8>,
+    pub scales: Vec<f32>,
+    pub bias: Vec<i64>,
+    pub acc: AccReport,
+}
+
+/// Quantizes `w` per channel and the bias at `s_in * s_w`, then enforces the
+/// accumulator bound by coarsening the scale of any channel that could overflow.
+pub fn quantize_layer(
+    w: &[f32],
+    bias: &[f32],
+    channel_of: &dyn Fn(usize) -> usize,
+    s_in: f32,
+    zp_in: i32,
+    xmax: i64,
+) -> QWeights {
+    let m = bias.len();
+    let (mut wq, mut scales) = quantize_weights(w, m, channel_of);
+    let qbias = |wq: &[i8], scales: &[f32]| -> Vec<i64> {
+        let mut sums = vec![0i64; m];
+        for (i, &q) in wq.iter().enumerate() {
+            sums[channel_of(i)] += i64::from(q);
+        }
+        (0..m)
+            .map(|c| {
+                (f64::from(bias[c]) / (f64::from(s_in) * f64::from(scales[c]))).round() as i64
+                    - i64::from(zp_in) * sums[c]
+            })
+            .collect()
+    };
+    let mut qb = qbias(&wq, &scales);
+    let before = channel_bounds(&wq, &qb, channel_of, xmax);
+    let mut acc = AccReport {
+        limit: ACC_LIMIT,
+        bound_before: before.iter().copied().max().unwrap_or(0),
+        ..Default::default()
+    };
+    let mut factors = vec![1f32; m];
+    let mut bounds = before;
+    for _round in 0..16 {
+        let over: Vec<usize> = (0..m).filter(|&c| bounds[c] > ACC_LIMIT).collect();
+        if over.is_empty() {
+            break;
+        }
+        for &c in &over {
+            // Shrink the weights of channel c by the overshoot (plus a margin for rounding).
+            let f = (bounds[c] as f64 / ACC_LIMIT as f64 * 1.01) as f32;
+            factors[c] *= f;
+            scales[c] *= f;
+        }
+        for (i, x) in w.iter().enumerate() {
+            let c = channel_of(i);
+            if factors[c] > 1.0 {
+                wq[i] = quantize_weight(*x, scales[c]);
+            }
+        }
+        qb = qbias(&wq, &scales);
+        bounds = channel_bounds(&wq, &qb, channel_of, xmax);
+    }
+    acc.bound = bounds.iter().copied().max().unwrap_or(0);
+    acc.rescaled_channels = factors.iter().filter(|&&f| f > 1.0).count();
+    acc.max_rescale = factors.iter().copied().fold(1.0, f32::max);
+    QWeights {
+        wq,
+        scales,
+        bias: qb,
+        acc,
+    }
+}
+
+/// Quantizes the dot node `id` in place (its input and output types are already set).
+pub fn quantize_dot(g: &mut Graph, id: NodeId, xmax: i64) -> Result<AccReport, PassError> {
+    let name = g.node(id).name.clone();
+    let Op::Nna(NnaOp::Dot(dot)) = g.node(id).op.clone() else {
+        unreachable!("caller matched a dot")
+    };
+    let ins = g.node_inputs(id);
+    let in_t = g.value_type(ins[0]).clone();
+    let out_t = g.node(id).outputs[0].clone();
+    let (s_in, zp_in) = scale_zp(&in_t);
+    let (s_out, zp_out) = scale_zp(&out_t);
+    let wt = g
+        .const_of(ins[1])
+        .ok_or_else(|| PassError::node(PASS, &name, "weights are not constant"))?
+        .clone();
+    let bias = g
+        .const_of(ins[2])
+        .ok_or_else(|| PassError::node(PASS, &name, "bias is not constant"))?
+        .to_f32_vec();
+    let op = layout_op(&dot.kind);
+    let m = dot_out_channels(&op, &wt.shape)
+        .ok_or_else(|| PassError::node(PASS, &name, "bad weight shape"))?;
+    if bias.len() != m {
+        return Err(PassError::node(
+            PASS,
+            &name,
+            format!("bias has {} entries for {m} channels", bias.len()),
+        ));
+    }
+    if matches!(dot.kind, DotKind::Deconv(_)) && zp_in != 0 {
+        return Err(PassError::node(
+            PASS,
+            &name,
+            "deconvolution input must have zero point 0",
+        ));
+    }
+    let ch = weight_out_channel(&op, &wt.shape).expect("dot op");
+    let q = quantize_layer(&wt.to_f32_vec(), &bias, &*ch, s_in, zp_in, xmax);
+    let bias_i32 = to_i32(&q.bias)
+        .ok_or_else(|| PassError::node(PASS, &name, "quantized bias exceeds int32"))?;
+    let unit: Vec<f64> = q
+        .scales
+        .iter()
+        .map(|&s| f64::from(s_in) * f64::from(s))
+        .collect();
+    let rq = requant::build(dot.epilogue.act.as_ref(), &unit, s_out, zp_out, out_t.dtype)
+        .map_err(|e| PassError::node(PASS, &name, e))?;
+    let axis = if matches!(dot.kind, DotKind::Deconv(_)) {
+        1
+    } else {
+        0
+    };
+    let wv = const_node(
+        g,
+        &name,
+        "weight_q",
+        wt.shape.clone(),
+        TensorData::I8(q.wq),
+        Quant::PerChannel {
+            axis,
+            scales: q.scales.clone(),
+        },
+    );
+    let unit_f32: Vec<f32> = unit.iter().map(|&u| u as f32).collect();
+    let bv = const_node(
+        g,
+        &name,
+        "bias_q",
+        vec![m],
+        TensorData::I32(bias_i32),
+        Quant::PerChannel {
+            axis: 0,
+            scales: unit_f32,
+        },
+    );
+    g.set_node_inputs(id, &[ins[0], wv, bv]);
+    let mut dot = dot;
+    dot.epilogue.requant = Some(rq);
+    g.node_mut(id).op = Op::Nna(NnaOp::Dot(dot));
+    Ok(q.acc)
+}
+
+pub fn to_i32(v: &[i64]) -> Option<Vec<i32>> {
+    v.iter().map(|&x| i32::try_from(x).ok()).collect()
+}
+
+/// Adds a quantized constant (its type carries `quant`).
+pub fn const_node(
+    g: &mut Graph,
+    owner: &str,
+    what: &str,
+    shape: Vec<usize>,
+    data: TensorData,
+    quant: Quant,
+) -> nnac_ir::Value {
+    let name = g.fresh_name(&format!("{owner}.{what}"));
+    let t = Tensor::new(shape, data).expect("shape matches data");
+    let v = g.add_constant(name, t);
+    let ty: &mut TensorType = &mut g.node_mut(v.node).outputs[0];
+    ty.quant = Some(quant);
+    debug_assert!(matches!(ty.dtype, DType::I8 | DType::I32));
+    v
+}
+
+/// Quantizes the SCALE node `id` in place: per-channel weight `w_q = +-127` (scale
+/// `|w|/127`), bias at `s_in * s_w`; the SIMD input is `(x_q - zp_in) * w_q + b_q`.
+pub fn quantize_scale(g: &mut Graph, id: NodeId) -> Result<(), PassError> {
+    let name = g.node(id).name.clone();
+    let Op::Nna(NnaOp::Scale(mut sc)) = g.node(id).op.clone() else {
+        unreachable!("caller matched a scale")
+    };
+    let ins = g.node_inputs(id);
+    let (s_in, _) = scale_zp(g.value_type(ins[0]));
+    let out_t = g.node(id).outputs[0].clone();
+    let (s_out, zp_out) = scale_zp(&out_t);
+    let w = g
+        .const_of(ins[1])
+        .ok_or_else(|| PassError::node(PASS, &name, "scale is not constant"))?
+        .to_f32_vec();
+    let b = g
+        .const_of(ins[2])
+        .ok_or_else(|| PassError::node(PASS, &name, "shift is not constant"))?
+        .to_f32_vec();
+    let c = w.len();
+    let (wq, scales) = quantize_weights(&w, c, &|i| i);
+    let bq: Vec<i64> = (0..c)
+        .map(|i| (f64::from(b[i]) / (f64::from(s_in) * f64::from(scales[i]))).round() as i64)
+        .collect();
+    let bq =
+        to_i32(&bq).ok_or_else(|| PassError::node(PASS, &name, "quantized shift exceeds int32"))?;
+    let unit: Vec<f64> = scales
+        .iter()
+        .map(|&s| f64::from(s_in) * f64::from(s))
+        .collect();
+    let rq = requant::build(sc.epilogue.act.as_ref(), &unit, s_out, zp_out, out_t.dtype)
+        .map_err(|e| PassError::node(PASS, &name, e))?;
+    let wv = const_node(
+        g,
+        &name,
+        "scale_q",
+        vec![c],
+        TensorData::I8(wq),
+        Quant::PerChannel {
+            axis: 0,
+            scales: scales.clone(),
+        },
+    );
+    let unit_f32: Vec<f32> = unit.iter().map(|&u| u as f32).collect();
+    let bv = const_node(
+        g,
+        &name,
+        "shift_q",
+        vec![c],
+        TensorData::I32(bq),
+        Quant::PerChannel {
+            axis: 0,
+            scales: unit_f32,
+        },
+    );
+    g.set_node_inputs(id, &[ins[0], wv, bv]);
+    sc.epilogue.requant = Some(rq);
+    g.node_mut(id).op = Op::Nna(NnaOp::Scale(sc));
+    Ok(())
+}

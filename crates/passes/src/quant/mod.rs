@@ -1,0 +1,189 @@
+//! The quantization pass: turns a fused float graph into the quantized IR.
+//!
+//! 1. Every value gets an activation range from the calibration statistics of the
+//!    original node it stands for (for fused ops: the SIMD output, i.e. the value
+//!    before the pooling unit).
+//! 2. Values that must share one buffer encoding share one quantization: the inputs and
+//!    output of a placement concat, and the input and output of a reshape (a view).
+//!    Their ranges are merged. Inputs of deconvolutions are symmetric (zero point 0).
+//! 3. Every non-constant node's output type becomes uint8 (range >= 0) or int8 (zero
+//!    point) with per-tensor quantization; graph inputs too (the runtime quantizes).
+//! 4. Each dot / scale / eltwise op gets its quantized constants and requantization.
+
+pub mod acc_bound;
+pub mod dot;
+pub mod eltwise;
+pub mod params;
+pub mod requant;
+
+use crate::calib::Stats;
+use crate::{CalibMethod, PassCtx, PassError};
+use acc_bound::AccReport;
+use nnac_ir::{Graph, NnaOp, NodeId, Op, Quant, Requant, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Quantization facts of one NNA compute layer (for the report).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LayerQuant {
+    pub name: String,
+    pub op: String,
+    pub in_scale: f32,
+    pub in_zero_point: i32,
+    pub out_dtype: String,
+    pub out_scale: f32,
+    pub out_zero_point: i32,
+    /// Smallest and largest per-channel weight scale (dot and scale ops).
+    pub weight_scale_range: Option<(f32, f32)>,
+    /// Accumulator bound (dot ops).
+    pub acc: Option<AccReport>,
+}
+
+pub fn quantize(
+    g: &mut Graph,
+    ctx: &PassCtx,
+    stats: &BTreeMap<String, Stats>,
+    method: CalibMethod,
+    percentile: f32,
+) -> Result<Vec<LayerQuant>, PassError> {
+    let order = g
+        .topo_order()
+        .map_err(|e| PassError::node("quantize", &e.node, e.msg))?;
+    let values: Vec<NodeId> = order
+        .iter()
+        .copied()
+        .filter(|&n| !matches!(g.node(n).op, Op::Constant(_)))
+        .collect();
+    let groups = share_groups(g, &values);
+    let symmetric = symmetric_roots(g, &values, &groups);
+    let mut ranges: BTreeMap<NodeId, (f32, f32)> = BTreeMap::new();
+    for &n in &values {
+        let node = g.node(n);
+        let key = match node.op {
+            Op::Nna(NnaOp::Dot(_) | NnaOp::Scale(_) | NnaOp::Eltwise(_)) => {
+                ctx.simd_name(&node.name)
+            }
+            _ => node.name.as_str(),
+        };
+        let st = stats.get(key).ok_or_else(|| {
+            PassError::node(
+                "quantize",
+                &node.name,
+                format!("no calibration statistics for '{key}'"),
+            )
+        })?;
+        let (lo, hi) = st.range(method, percentile);
+        let r = ranges.entry(groups[&n]).or_insert((lo, hi));
+        *r = (r.0.min(lo), r.1.max(hi));
+    }
+    for &n in &values {
+        let root = groups[&n];
+        let (lo, hi) = ranges[&root];
+        let (dtype, q) = params::act_quant(lo, hi, symmetric.contains(&root));
+        let t = &mut g.node_mut(n).outputs[0];
+        t.dtype = dtype;
+        t.quant = Some(q);
+    }
+    let mut layers = Vec::new();
+    for &n in &values {
+        let acc = match &g.node(n).op {
+            Op::Nna(NnaOp::Dot(_)) => {
+                let xmax = input_code_max(g, g.node_inputs(n)[0]);
+                Some(dot::quantize_dot(g, n, xmax)?)
+            }
+            Op::Nna(NnaOp::Scale(_)) => {
+                dot::quantize_scale(g, n)?;
+                None
+            }
+            Op::Nna(NnaOp::Eltwise(_)) => {
+                eltwise::quantize_eltwise(g, n)?;
+                None
+            }
+            _ => continue,
+        };
+        layers.push(layer_info(g, n, acc));
+    }
+    g.remove_dead();
+    Ok(layers)
+}
+
+/// Union-find roots: values that must share one quantization.
+fn share_groups(g: &Graph, values: &[NodeId]) -> BTreeMap<NodeId, NodeId> {
+    let mut parent: BTreeMap<NodeId, NodeId> = values.iter().map(|&n| (n, n)).collect();
+    fn find(p: &mut BTreeMap<NodeId, NodeId>, n: NodeId) -> NodeId {
+        let mut r = n;
+        while p[&r] != r {
+            r = p[&r];
+        }
+        p.insert(n, r);
+        r
+    }
+    for &n in values {
+        if matches!(
+            g.node(n).op,
+            Op::Nna(NnaOp::Concat { .. }) | Op::Reshape { .. }
+        ) {
+            for v in g.node_inputs(n) {
+                if parent.contains_key(&v.node) {
+                    let (a, b) = (find(&mut parent, n), find(&mut parent, v.node));
+                    parent.insert(a.max(b), a.min(b));
+                }
+            }
+        }
+    }
+    values.iter().map(|&n| (n, find(&mut parent, n))).collect()
+}
+
+/// Groups whose values feed a deconvolution (zero point must be 0).
+fn symmetric_roots(
+    g: &Graph,
+    values: &[NodeId],
+    groups: &BTreeMap<NodeId, NodeId>,
+) -> BTreeSet<NodeId> {
+    values
+        .iter()
+        .filter(|&&n| matches!(&g.node(n).op, Op::Nna(NnaOp::Dot(d)) if matches!(d.kind, nnac_ir::DotKind::Deconv(_))))
+        .filter_map(|&n| groups.get(&g.node_inputs(n)[0].node).copied())
+        .collect()
+}
+
+/// The largest code magnitude value `v` can hold: its producer's clamp bounds when it
+/// is an NNA compute op, else the whole code range of its dtype.
+pub fn input_code_max(g: &Graph, v: Value) -> i64 {
+    let t = g.value_type(v);
+    let (lo, hi) = params::code_range(t.dtype);
+    let (lo, hi) = match &g.node(v.node).op {
+        Op::Nna(op) => match op.epilogue().and_then(|e| e.requant.as_ref()) {
+            Some(Requant::Int { lo, hi, .. } | Requant::Float { lo, hi, .. }) => (*lo, *hi),
+            None => (lo, hi),
+        },
+        Op::Reshape { .. } => return input_code_max(g, g.node_inputs(v.node)[0]),
+        _ => (lo, hi),
+    };
+    i64::from(lo.abs().max(hi.abs()))
+}
+
+fn layer_info(g: &Graph, n: NodeId, acc: Option<AccReport>) -> LayerQuant {
+    let node = g.node(n);
+    let ins = g.node_inputs(n);
+    let (s_in, zp_in) = params::scale_zp(g.value_type(ins[0]));
+    let (s_out, zp_out) = params::scale_zp(&node.outputs[0]);
+    let weight_scale_range = match ins.get(1).map(|&w| g.value_type(w).quant.clone()) {
+        Some(Some(Quant::PerChannel { scales, .. })) => Some(
+            scales
+                .iter()
+                .fold((f32::INFINITY, 0f32), |(a, b), &s| (a.min(s), b.max(s))),
+        ),
+        _ => None,
+    };
+    LayerQuant {
+        name: node.name.clone(),
+        op: node.op.mnemonic().to_string(),
+        in_scale: s_in,
+        in_zero_point: zp_in,
+        out_dtype: node.outputs[0].dtype.name().to_string(),
+        out_scale: s_out,
+        out_zero_point: zp_out,
+        weight_scale_range,
+        acc,
+    }
+}

@@ -1,0 +1,244 @@
+//! The compile report: what every pass did, the host ops, and per-layer quantization
+//! accuracy (SQNR and cosine similarity of the int8 output against the float
+//! interpreter on the calibration frames), scales and accumulator bounds. Serializable
+//! to JSON (`nnac compile --quant-report`) and printable as a table (`nnac inspect`).
+
+use crate::ctx::{PassCtx, Rewrite};
+use crate::float_eval::{run_observed, Frame};
+use crate::qinterp::run_quantized_observed;
+use crate::quant::params::{dequantize, scale_zp};
+use crate::quant::LayerQuant;
+use crate::{CalibMethod, PassError};
+use nnac_ir::{Graph, NodeId, Op, Tensor};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct HostOpEntry {
+    pub node: String,
+    pub op: String,
+}
+
+/// Agreement of an int8 value with its float counterpart over the calibration frames.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Accuracy {
+    /// `10 log10(sum x^2 / sum (x - y)^2)`; `None` when the error is exactly 0.
+    pub sqnr_db: Option<f64>,
+    pub cosine: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LayerReport {
+    pub name: String,
+    pub op: String,
+    /// The original node whose float value this layer's output is compared with.
+    pub float_ref: String,
+    pub accuracy: Accuracy,
+    /// Scales, zero points and accumulator bound (NNA compute ops).
+    pub quant: Option<LayerQuant>,
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct OutputReport {
+    pub name: String,
+    pub accuracy: Accuracy,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Report {
+    pub graph: String,
+    pub calib_method: Option<CalibMethod>,
+    pub calib_frames: usize,
+    /// Every rewrite, in pass order.
+    pub rewrites: Vec<Rewrite>,
+    /// Ops the NNA cannot run: executed on the host CPU.
+    pub host_ops: Vec<HostOpEntry>,
+    pub layers: Vec<LayerReport>,
+    pub outputs: Vec<OutputReport>,
+    /// Accumulator values that wrapped in the quantized reference run (must be 0).
+    pub acc_overflows: u64,
+    /// Layers whose weights were rescaled to respect the 30-bit accumulator.
+    pub acc_rescaled_layers: Vec<String>,
+    /// Wall time per pass in milliseconds (not serialized: not deterministic).
+    #[serde(skip)]
+    pub pass_ms: Vec<(String, f64)>,
+}
+
+/// Running sums for SQNR and cosine.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sums {
+    xx: f64,
+    yy: f64,
+    xy: f64,
+    ee: f64,
+}
+
+impl Sums {
+    fn add(&mut self, x: &[f32], y: &[f32]) {
+        for (&a, &b) in x.iter().zip(y) {
+            let (a, b) = (f64::from(a), f64::from(b));
+            self.xx += a * a;
+            self.yy += b * b;
+            self.xy += a * b;
+            self.ee += (a - b) * (a - b);
+        }
+    }
+
+    fn accuracy(&self) -> Accuracy {
+        let sqnr_db = (self.ee > 0.0).then(|| 10.0 * (self.xx / self.ee).log10());
+        let den = (self.xx * self.yy).sqrt();
+        let cosine = if den > 0.0 {
+            self.xy / den
+        } else if self.ee == 0.0 {
+            1.0
+        } else {
+            0.0
+        };
+        Accuracy { sqnr_db, cosine }
+    }
+}
+
+/// Measures every quantized layer against the float graph `float_g` on `frames`.
+pub fn measure(
+    float_g: &Graph,
+    q: &Graph,
+    ctx: &PassCtx,
+    layers: &[LayerQuant],
+    frames: &[Frame],
+    report: &mut Report,
+) -> Result<(), PassError> {
+    let ids: Vec<NodeId> = q
+        .node_ids()
+        .into_iter()
+        .filter(|&n| !matches!(q.node(n).op, Op::Constant(_) | Op::Input))
+        .collect();
+    let mut sums: BTreeMap<NodeId, Sums> = BTreeMap::new();
+    let mut out_sums: BTreeMap<String, Sums> = BTreeMap::new();
+    let wanted: BTreeMap<&str, NodeId> = ids
+        .iter()
+        .map(|&n| (ctx.out_name(&q.node(n).name), n))
+        .collect();
+    for (i, frame) in frames.iter().enumerate() {
+        let mut float_vals: BTreeMap<NodeId, Vec<f32>> = BTreeMap::new();
+        let outs = run_observed(float_g, frame, &format!("report frame {i}"), &mut |v, t| {
+            if let Some(&n) = wanted.get(float_g.node(v.node).name.as_str()) {
+                float_vals.insert(n, t.to_f32_vec());
+            }
+        })?;
+        let (vals, trace) = run_quantized_observed(q, frame, &mut |n, codes| {
+            if let Some(f) = float_vals.get(&n) {
+                let (s, zp) = scale_zp(&q.node(n).outputs[0]);
+                let y: Vec<f32> = codes.iter().map(|&c| dequantize(c, s, zp)).collect();
+                sums.entry(n).or_default().add(f, &y);
+            }
+        })?;
+        report.acc_overflows += trace.acc_overflows;
+        let q_outs = crate::qinterp::dequantized_outputs(q, &vals);
+        for (name, t) in &outs {
+            if let Some(y) = q_outs.get(name) {
+                out_sums
+                    .entry(name.clone())
+                    .or_default()
+                    .add(&t.to_f32_vec(), &y.to_f32_vec());
+            }
+        }
+    }
+    let by_name: BTreeMap<&str, &LayerQuant> =
+        layers.iter().map(|l| (l.name.as_str(), l)).collect();
+    for &n in &ids {
+        let name = &q.node(n).name;
+        let Some(s) = sums.get(&n) else { continue };
+        report.layers.push(LayerReport {
+            name: name.clone(),
+            op: q.node(n).op.mnemonic().to_string(),
+            float_ref: ctx.out_name(name).to_string(),
+            accuracy: s.accuracy(),
+            quant: by_name.get(name.as_str()).map(|l| (*l).clone()),
+        });
+    }
+    report.outputs = out_sums
+        .into_iter()
+        .map(|(name, s)| OutputReport {
+            name,
+            accuracy: s.accuracy(),
+        })
+        .collect();
+    Ok(())
+}
+
+fn f(x: Option<f64>) -> String {
+    x.map_or("exact".to_string(), |v| format!("{v:.1}"))
+}
+
+impl Report {
+    /// A human-readable table (host ops, per-layer accuracy, scales, bounds).
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "graph {}: {} calibration frame(s), method {}",
+            self.graph,
+            self.calib_frames,
+            self.calib_method.map_or("-", |m| m.name())
+        );
+        let _ = writeln!(s, "host ops ({}):", self.host_ops.len());
+        for h in &self.host_ops {
+            let _ = writeln!(s, "  {} ({})", h.node, h.op);
+        }
+        let _ = writeln!(
+            s,
+            "{:<32} {:<12} {:>9} {:>8} {:>4} {:>11} {:>4} {:>12} {:>11}",
+            "layer", "op", "SQNR dB", "cosine", "out", "out scale", "zp", "acc bound", "rescaled"
+        );
+        for l in &self.layers {
+            let (dt, sc, zp, acc, resc) = match &l.quant {
+                Some(q) => (
+                    q.out_dtype.clone(),
+                    format!("{:.4e}", q.out_scale),
+                    q.out_zero_point.to_string(),
+                    q.acc.as_ref().map_or("-".into(), |a| a.bound.to_string()),
+                    q.acc
+                        .as_ref()
+                        .map_or("-".into(), |a| a.rescaled_channels.to_string()),
+                ),
+                None => ("-".into(), "-".into(), "-".into(), "-".into(), "-".into()),
+            };
+            let _ = writeln!(
+                s,
+                "{:<32} {:<12} {:>9} {:>8.5} {:>4} {:>11} {:>4} {:>12} {:>11}",
+                l.name,
+                l.op,
+                f(l.accuracy.sqnr_db),
+                l.accuracy.cosine,
+                dt,
+                sc,
+                zp,
+                acc,
+                resc
+            );
+        }
+        for o in &self.outputs {
+            let _ = writeln!(
+                s,
+                "output {}: SQNR {} dB, cosine {:.5}",
+                o.name,
+                f(o.accuracy.sqnr_db),
+                o.accuracy.cosine
+            );
+        }
+        let _ = writeln!(
+            s,
+            "accumulator overflows in the reference run: {}",
+            self.acc_overflows
+        );
+        s
+    }
+}
+
+/// Converts named float tensors for tests and tools.
+pub fn frame(pairs: &[(&str, Tensor)]) -> Frame {
+    pairs
+        .iter()
+        .map(|(n, t)| (n.to_string(), t.clone()))
+        .collect()
+}

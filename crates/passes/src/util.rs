@@ -1,0 +1,105 @@
+//! Small graph queries and rewrites shared by the passes.
+
+use nnac_ir::{Graph, NodeId, Op, Tensor, Value};
+
+/// The only consumer of `v`, if it has exactly one and is not a graph output.
+pub fn single_user(g: &Graph, v: Value) -> Option<NodeId> {
+    match g.users(v).as_slice() {
+        [(n, _)] if !g.is_output(v) => Some(*n),
+        _ => None,
+    }
+}
+
+/// The f32 elements of a constant value.
+pub fn const_f32(g: &Graph, v: Value) -> Option<Vec<f32>> {
+    g.const_of(v).map(Tensor::to_f32_vec)
+}
+
+/// A constant that, broadcast against an activation of shape `x_shape`, varies only
+/// along axis 1 (or is a scalar): its value per channel.
+pub fn per_channel_const(g: &Graph, c: Value, x_shape: &[usize]) -> Option<Vec<f32>> {
+    let t = g.const_of(c)?;
+    let vals = t.to_f32_vec();
+    let channels = *x_shape.get(1)?;
+    if t.shape.len() > x_shape.len() {
+        return None;
+    }
+    // Right-align the constant's shape with x's.
+    let lead = x_shape.len() - t.shape.len();
+    let mut along = None;
+    for (i, &d) in t.shape.iter().enumerate() {
+        if d != 1 {
+            if i + lead != 1 || d != channels {
+                return None;
+            }
+            along = Some(d);
+        }
+    }
+    match along {
+        Some(_) => Some(vals),
+        None => Some(vec![vals[0]; channels]),
+    }
+}
+
+/// Adds a constant node named after `owner` and returns its value.
+pub fn add_const(g: &mut Graph, owner: &str, what: &str, t: Tensor) -> Value {
+    let name = g.fresh_name(&format!("{owner}.{what}"));
+    g.add_constant(name, t)
+}
+
+/// Removes `node` after its single output has been replaced by `by`.
+pub fn bypass(g: &mut Graph, node: NodeId, by: Value) {
+    g.replace_uses(Value::new(node, 0), by);
+    g.remove_node(node);
+}
+
+/// For a dot-product op's weight tensor, the output channel of each element.
+pub fn weight_out_channel(op: &Op, wshape: &[usize]) -> Option<Box<dyn Fn(usize) -> usize>> {
+    let inner: usize = wshape.iter().skip(1).product();
+    match op {
+        Op::Conv(_) => Some(Box::new(move |i| i / inner.max(1))),
+        Op::ConvTranspose(a) => {
+            let (c, mg) = (wshape[0], wshape[1]);
+            let k: usize = wshape[2..].iter().product();
+            let cg = c / a.group.max(1);
+            Some(Box::new(move |i| {
+                let ci = i / (mg * k);
+                let j = (i / k) % mg;
+                (ci / cg.max(1)) * mg + j
+            }))
+        }
+        Op::Gemm(a) if a.trans_b && wshape.len() == 2 => {
+            let k = wshape[1];
+            Some(Box::new(move |i| i / k.max(1)))
+        }
+        Op::Gemm(a) if !a.trans_b && wshape.len() == 2 => {
+            let n = wshape[1];
+            Some(Box::new(move |i| i % n.max(1)))
+        }
+        _ => None,
+    }
+}
+
+/// Number of output channels of a dot-product op from its weight shape.
+pub fn dot_out_channels(op: &Op, wshape: &[usize]) -> Option<usize> {
+    match op {
+        Op::Conv(_) => wshape.first().copied(),
+        Op::ConvTranspose(a) => wshape.get(1).map(|m| m * a.group),
+        Op::Gemm(a) if wshape.len() == 2 => Some(if a.trans_b { wshape[0] } else { wshape[1] }),
+        _ => None,
+    }
+}
+
+/// Whether `op` is a dot product whose weights (and bias, if any) are constants.
+pub fn is_const_dot(g: &Graph, n: NodeId) -> bool {
+    let node = g.node(n);
+    let ins = g.node_inputs(n);
+    let dot = match &node.op {
+        Op::Conv(_) | Op::ConvTranspose(_) => true,
+        Op::Gemm(a) => {
+            a.alpha == 1.0 && a.beta == 1.0 && !a.trans_a && g.value_type(ins[0]).shape.len() == 2
+        }
+        _ => false,
+    };
+    dot && ins.iter().skip(1).all(|&v| g.const_of(v).is_some())
+}

@@ -1,0 +1,181 @@
+//! Fusion passes: what becomes which NNA op, and what goes to the host.
+
+mod common;
+use common::*;
+use nnac_ir::{Activation, BinaryOp, DotKind, FusedAct, Graph, NnaOp, Op, PoolKind, Tensor};
+use nnac_passes::{compile_graph, run_passes, PassOptions, FLOAT_PASSES, FUSION_PASSES};
+
+fn fuse(g: &Graph) -> Graph {
+    let mut f = g.clone();
+    run_passes(&mut f, &FLOAT_PASSES, &PassOptions::default()).unwrap();
+    run_passes(&mut f, &FUSION_PASSES, &PassOptions::default()).unwrap();
+    f
+}
+
+fn nna(g: &Graph, name: &str) -> NnaOp {
+    match &g
+        .node(g.find(name).unwrap_or_else(|| panic!("no node {name}")))
+        .op
+    {
+        Op::Nna(n) => n.clone(),
+        other => panic!("{name} is {other:?}"),
+    }
+}
+
+#[test]
+fn conv_bn_relu_maxpool_is_one_dot_op() {
+    let mut rng = Rng(10);
+    let mut g = Graph::new("cbrp");
+    let x = input(&mut g, &[1, 3, 8, 8]);
+    let c = conv(&mut g, &mut rng, "conv", x, 8, 3, 1, 1);
+    let b = batchnorm(&mut g, &mut rng, "bn", c);
+    let r = relu(&mut g, "relu", b);
+    let p = pool(&mut g, "pool", PoolKind::Max, 2, 2, 0, r);
+    out(&mut g, p);
+    let f = fuse(&g);
+    assert_eq!(mnemonics(&f), vec!["nna.conv"]);
+    let NnaOp::Dot(d) = nna(&f, "conv") else {
+        panic!()
+    };
+    assert!(matches!(d.kind, DotKind::Conv(_)));
+    assert_eq!(d.epilogue.act, Some(FusedAct::Act(Activation::Relu)));
+    assert_eq!(
+        d.pool.as_ref().map(|p| (p.kernel, p.strides)),
+        Some(([2, 2], [2, 2]))
+    );
+    assert_eq!(f.outputs()[0].value.node, f.find("conv").unwrap());
+    assert_eq!(
+        f.node(f.find("conv").unwrap()).outputs[0].shape,
+        vec![1, 8, 4, 4]
+    );
+}
+
+#[test]
+fn residual_add_relu_is_eltwise_and_concat_is_placement() {
+    let mut rng = Rng(11);
+    let mut g = Graph::new("res");
+    let x = input(&mut g, &[1, 4, 6, 6]);
+    let a = conv(&mut g, &mut rng, "a", x, 4, 3, 1, 1);
+    let ra = relu(&mut g, "ra", a);
+    let b = conv(&mut g, &mut rng, "b", ra, 4, 3, 1, 1);
+    let s = binary(&mut g, "add", BinaryOp::Add, b, x);
+    let r = relu(&mut g, "add_relu", s);
+    let c = conv(&mut g, &mut rng, "c", r, 2, 1, 1, 1);
+    let cat = node(&mut g, "cat", Op::Concat { axis: 1 }, &[r, c]);
+    let cat_relu = act(&mut g, "cat_sig", Activation::Sigmoid, cat);
+    out(&mut g, cat_relu);
+    let f = fuse(&g);
+    assert_eq!(
+        mnemonics(&f),
+        vec![
+            "nna.concat",
+            "nna.conv",
+            "nna.conv",
+            "nna.conv",
+            "nna.eltwise",
+            "nna.scale"
+        ]
+    );
+    let NnaOp::Eltwise(e) = nna(&f, "add") else {
+        panic!()
+    };
+    assert_eq!(e.epilogue.act, Some(FusedAct::Act(Activation::Relu)));
+    let NnaOp::Scale(sc) = nna(&f, "cat_sig") else {
+        panic!()
+    };
+    assert_eq!(sc.epilogue.act, Some(FusedAct::Act(Activation::Sigmoid)));
+}
+
+#[test]
+fn unsupported_ops_become_host_ops_and_are_reported() {
+    let mut rng = Rng(12);
+    let mut g = Graph::new("host");
+    let x = input(&mut g, &[1, 3, 4, 4]);
+    let c = conv(&mut g, &mut rng, "conv", x, 4, 3, 1, 1);
+    let lrn = node(
+        &mut g,
+        "lrn",
+        Op::Lrn {
+            size: 3,
+            alpha: 1e-4,
+            beta: 0.75,
+            bias: 1.0,
+        },
+        &[c],
+    );
+    let gmp = node(&mut g, "gmp", Op::GlobalPool(PoolKind::Max), &[lrn]);
+    let flat = node(&mut g, "flat", Op::Reshape { shape: vec![1, 4] }, &[gmp]);
+    let sm = node(&mut g, "softmax", Op::Softmax { axis: 1 }, &[flat]);
+    out(&mut g, sm);
+    let frames: Vec<_> = (0..2).map(|_| frame(&mut rng, &[1, 3, 4, 4])).collect();
+    let done = compile_graph(g, &frames, &PassOptions::default()).unwrap();
+    let hosts: Vec<(String, String)> = done
+        .report
+        .host_ops
+        .iter()
+        .map(|h| (h.node.clone(), h.op.clone()))
+        .collect();
+    assert_eq!(
+        hosts,
+        vec![
+            ("lrn".into(), "lrn".into()),
+            ("gmp".into(), "global_max_pool".into()),
+            ("softmax".into(), "softmax".into())
+        ]
+    );
+    assert!(done.report.table().contains("softmax (softmax)"));
+    assert_eq!(
+        mnemonics(&done.graph),
+        vec!["nna.conv", "nna.host", "nna.host", "nna.host", "reshape"]
+    );
+}
+
+#[test]
+fn standalone_scale_and_pool_become_scale_ops() {
+    let mut rng = Rng(13);
+    let mut g = Graph::new("scale");
+    let x = input(&mut g, &[1, 3, 6, 6]);
+    let b = batchnorm(&mut g, &mut rng, "bn", x); // no conv before it
+    let r = act(&mut g, "leaky", Activation::LeakyRelu { alpha: 0.1 }, b);
+    let p = pool(&mut g, "pool", PoolKind::Avg, 3, 2, 1, r);
+    let s = konst(
+        &mut g,
+        "slope",
+        Tensor::f32(vec![3, 1, 1], vec![0.1, 0.2, 0.3]).unwrap(),
+    );
+    let pr = node(&mut g, "prelu", Op::PRelu, &[p, s]);
+    let p2 = pool(&mut g, "pool2", PoolKind::Max, 2, 1, 0, pr);
+    out(&mut g, p2);
+    let f = fuse(&g);
+    // bn (mul+add merged) + leaky + avg pool -> one scale; prelu + max pool -> identity scale.
+    assert_eq!(mnemonics(&f), vec!["nna.scale", "nna.scale"]);
+    let NnaOp::Scale(s1) = nna(&f, "bn.mul") else {
+        panic!()
+    };
+    assert!(s1.pool.is_some() && s1.epilogue.act.is_some());
+    let NnaOp::Scale(s2) = nna(&f, "prelu") else {
+        panic!()
+    };
+    assert_eq!(s2.epilogue.act, Some(FusedAct::PRelu(vec![0.1, 0.2, 0.3])));
+    assert!(s2.pool.is_some());
+}
+
+#[test]
+fn constant_first_scale_after_a_fused_activation_is_a_scale_op() {
+    // Paddle's learnable affine after hard-swish: `w * hswish(conv(x)) + b`, scalar w, b.
+    let mut rng = Rng(14);
+    let mut g = Graph::new("affine");
+    let x = input(&mut g, &[1, 3, 6, 6]);
+    let c = conv(&mut g, &mut rng, "conv", x, 4, 3, 1, 1);
+    let h = act(&mut g, "hswish", Activation::HardSwish, c);
+    let w = konst(&mut g, "w", Tensor::f32(vec![1], vec![0.7]).unwrap());
+    let m = binary(&mut g, "mul", BinaryOp::Mul, w, h);
+    let b = konst(&mut g, "b", Tensor::f32(vec![1], vec![0.1]).unwrap());
+    let a = binary(&mut g, "add", BinaryOp::Add, m, b);
+    out(&mut g, a);
+    let f = fuse(&g);
+    assert_eq!(mnemonics(&f), vec!["nna.conv", "nna.scale"]);
+    let NnaOp::Scale(_) = nna(&f, "mul") else {
+        panic!()
+    };
+}

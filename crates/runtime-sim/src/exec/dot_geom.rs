@@ -1,0 +1,276 @@
+//! Validated geometry of a CONV / DECONV / INNER_PRODUCT instruction.
+
+use super::pool::PoolGeom;
+use super::tensor::{Hwc, PixRange};
+use nnac_isa::{DotProduct, HwConfig, PoolKind};
+
+/// Which dot-product instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DotKind {
+    Conv,
+    Deconv,
+    InnerProduct,
+}
+
+/// Everything the executor and the footprint computation need, checked once.
+#[derive(Debug, Clone)]
+pub struct DotGeom {
+    pub kind: DotKind,
+    pub in_h: u64,
+    pub in_w: u64,
+    pub in_c: u64,
+    pub out_h: u64,
+    pub out_w: u64,
+    pub kh: u64,
+    pub kw: u64,
+    pub pad_top: i64,
+    pub pad_left: i64,
+    pub sh: u64,
+    pub sw: u64,
+    pub dh: u64,
+    pub dw: u64,
+    /// Input channels per group.
+    pub icpg: u64,
+    /// Output channels per group.
+    pub ocpg: u64,
+    pub pix: PixRange,
+    pub oc_start: u64,
+    pub oc_count: u64,
+    /// MAC array columns: output channels per weight group.
+    pub mac_cols: u64,
+    pub input: Hwc,
+    pub output: Hwc,
+    pub pool: Option<PoolGeom>,
+}
+
+fn check(ok: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(msg())
+    }
+}
+
+/// The HWC layout rules of docs/ISA.md section 4: `pix_pitch >= C`,
+/// `row_pitch >= W * pix_pitch`.
+pub fn check_pitches(
+    what: &str,
+    w: u64,
+    c: u64,
+    row_pitch: u32,
+    pix_pitch: u32,
+) -> Result<(), String> {
+    let (rp, pp) = (u64::from(row_pitch), u64::from(pix_pitch));
+    check(pp >= c && rp >= w * pp, || {
+        format!(
+            "{what} pitches (row {rp}, pixel {pp}) are too small for width {w} and {c} channels"
+        )
+    })
+}
+
+/// Output extent of a convolution along one axis, or `None` if the kernel does not fit.
+fn conv_out(inp: u64, pad: u64, k: u64, s: u64, d: u64) -> Option<u64> {
+    let span = d * (k - 1) + 1;
+    (inp + pad >= span).then(|| (inp + pad - span) / s + 1)
+}
+
+/// Output extent of a transposed convolution.
+fn deconv_out(inp: u64, pad: u64, k: u64, s: u64, d: u64) -> Option<u64> {
+    ((inp - 1) * s + d * (k - 1) + 1).checked_sub(pad)
+}
+
+impl DotGeom {
+    pub fn new(d: &DotProduct, kind: DotKind, hw: &HwConfig) -> Result<DotGeom, String> {
+        let u = u64::from;
+        let g = u(d.groups);
+        check(
+            d.in_c.is_multiple_of(d.groups) && d.out_c.is_multiple_of(d.groups),
+            || {
+                format!(
+                    "groups={} does not divide in_c={} and out_c={}",
+                    d.groups, d.in_c, d.out_c
+                )
+            },
+        )?;
+        check(u(d.oc_start) + u(d.oc_count) <= u(d.out_c), || {
+            format!(
+                "channels [{}, {}) exceed out_c={}",
+                d.oc_start,
+                d.oc_start + d.oc_count,
+                d.out_c
+            )
+        })?;
+        let npix = u(d.out_h) * u(d.out_w);
+        check(u(d.pix_start) + u(d.pix_count) <= npix, || {
+            format!(
+                "pixels [{}, {}) exceed out_h*out_w={npix}",
+                d.pix_start,
+                u(d.pix_start) + u(d.pix_count)
+            )
+        })?;
+        let (ph, pw) = (
+            u(d.pad_top) + u(d.pad_bottom),
+            u(d.pad_left) + u(d.pad_right),
+        );
+        let (kh, kw, sh, sw, dh, dw) = (
+            u(d.kernel_h),
+            u(d.kernel_w),
+            u(d.stride_h),
+            u(d.stride_w),
+            u(d.dil_h),
+            u(d.dil_w),
+        );
+        let (ih, iw) = (u(d.in_h), u(d.in_w));
+        match kind {
+            DotKind::Conv | DotKind::InnerProduct => {
+                let want = (conv_out(ih, ph, kh, sh, dh), conv_out(iw, pw, kw, sw, dw));
+                check(want == (Some(u(d.out_h)), Some(u(d.out_w))), || {
+                    format!(
+                        "output {}x{} does not match the convolution of {}x{} (kernel {}x{}, pads {}/{}/{}/{}, stride {}x{}, dilation {}x{}): expected {:?}x{:?}",
+                        d.out_h, d.out_w, d.in_h, d.in_w, kh, kw, d.pad_top, d.pad_left, d.pad_bottom, d.pad_right, sh, sw, dh, dw, want.0, want.1
+                    )
+                })?;
+            }
+            DotKind::Deconv => {
+                let want = (
+                    deconv_out(ih, ph, kh, sh, dh),
+                    deconv_out(iw, pw, kw, sw, dw),
+                );
+                check(want == (Some(u(d.out_h)), Some(u(d.out_w))), || {
+                    format!(
+                        "output {}x{} does not match the transposed convolution of {}x{} (kernel {}x{}, pads {}/{}/{}/{}, stride {}x{}, dilation {}x{}): expected {:?}x{:?}",
+                        d.out_h, d.out_w, d.in_h, d.in_w, kh, kw, d.pad_top, d.pad_left, d.pad_bottom, d.pad_right, sh, sw, dh, dw, want.0, want.1
+                    )
+                })?;
+            }
+        }
+        let pool = match d.pool {
+            PoolKind::None => {
+                check(d.pool_win == 0 && d.pool_stride == 0, || {
+                    "pool=none needs pool_win=0 and pool_stride=0".into()
+                })?;
+                None
+            }
+            kind => Some(PoolGeom::new(kind, d)?),
+        };
+        check_pitches("input", iw, u(d.in_c), d.in_row_pitch, d.in_pix_pitch)?;
+        let stored_w = pool.as_ref().map_or(u(d.out_w), |p| p.out_w);
+        check_pitches(
+            "output",
+            stored_w,
+            u(d.out_c),
+            d.out_row_pitch,
+            d.out_pix_pitch,
+        )?;
+        Ok(DotGeom {
+            kind,
+            in_h: ih,
+            in_w: iw,
+            in_c: u(d.in_c),
+            out_h: u(d.out_h),
+            out_w: u(d.out_w),
+            kh,
+            kw,
+            pad_top: i64::from(d.pad_top),
+            pad_left: i64::from(d.pad_left),
+            sh,
+            sw,
+            dh,
+            dw,
+            icpg: u(d.in_c) / g,
+            ocpg: u(d.out_c) / g,
+            pix: PixRange {
+                start: u(d.pix_start),
+                count: u(d.pix_count),
+                width: u(d.out_w),
+            },
+            oc_start: u(d.oc_start),
+            oc_count: u(d.oc_count),
+            mac_cols: u(hw.mac_cols),
+            input: Hwc::new(d.in_addr, d.in_row_pitch, d.in_pix_pitch),
+            output: Hwc::new(d.out_addr, d.out_row_pitch, d.out_pix_pitch),
+            pool,
+        })
+    }
+
+    /// Dot-product length: terms per output value.
+    pub fn k_terms(&self) -> u64 {
+        self.icpg * self.kh * self.kw
+    }
+
+    /// Bytes of the weight blocks the tile reads.
+    pub fn weight_bytes(&self) -> u64 {
+        super::weights::block_bytes(self.k_terms(), self.oc_start, self.oc_count, self.mac_cols)
+    }
+
+    /// Conv group of output channel `oc` (absolute).
+    pub fn group_of(&self, oc: u64) -> u64 {
+        oc / self.ocpg
+    }
+
+    /// Input channels `[c0, c1)` read by the tile.
+    pub fn in_channels(&self) -> (u64, u64) {
+        let g0 = self.group_of(self.oc_start);
+        let g1 = self.group_of(self.oc_start + self.oc_count - 1);
+        (g0 * self.icpg, (g1 + 1) * self.icpg)
+    }
+
+    /// Input row feeding output row `oy` through kernel row `ky`, if any.
+    pub fn in_row(&self, oy: u64, ky: u64) -> Option<u64> {
+        map_axis(self.kind, oy, ky, self.pad_top, self.sh, self.dh, self.in_h)
+    }
+
+    /// Input column feeding output column `ox` through kernel column `kx`, if any.
+    pub fn in_col(&self, ox: u64, kx: u64) -> Option<u64> {
+        map_axis(
+            self.kind,
+            ox,
+            kx,
+            self.pad_left,
+            self.sw,
+            self.dw,
+            self.in_w,
+        )
+    }
+
+    /// Input rows `[y0, y1)` the tile can read (empty when only padding is read).
+    pub fn in_rows(&self) -> (u64, u64) {
+        let (oy0, oy1) = self.pix.rows();
+        let taps =
+            (oy0..=oy1).flat_map(|oy| (0..self.kh).filter_map(move |ky| self.in_row(oy, ky)));
+        let (lo, hi) = taps.fold((u64::MAX, 0), |(lo, hi), iy| (lo.min(iy), hi.max(iy + 1)));
+        if lo >= hi {
+            (0, 0)
+        } else {
+            (lo, hi)
+        }
+    }
+}
+
+/// Maps output coordinate `o` and kernel tap `k` to the input coordinate it reads.
+/// CONV and INNER_PRODUCT: `i = o*s - pad + k*d`. DECONV (gather form of the
+/// transposed convolution): `i = (o + pad - k*d) / s` when divisible. Out-of-range
+/// positions (padding, and the holes between DECONV input pixels) read the input
+/// zero point.
+pub fn map_axis(
+    kind: DotKind,
+    o: u64,
+    k: u64,
+    pad: i64,
+    s: u64,
+    d: u64,
+    extent: u64,
+) -> Option<u64> {
+    let (o, k, s, d) = (o as i64, k as i64, s as i64, d as i64);
+    let i = match kind {
+        DotKind::Conv | DotKind::InnerProduct => o * s - pad + k * d,
+        DotKind::Deconv => {
+            let n = o + pad - k * d;
+            if n < 0 || n % s != 0 {
+                return None;
+            }
+            n / s
+        }
+    };
+    (i >= 0 && (i as u64) < extent).then_some(i as u64)
+}

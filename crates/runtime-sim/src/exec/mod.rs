@@ -1,0 +1,80 @@
+//! Execution of single instructions against the machine's memories.
+
+pub mod dma;
+pub mod dot;
+pub mod dot_geom;
+pub mod gemm;
+pub mod pool;
+pub mod postproc;
+pub mod simd_ops;
+pub mod tensor;
+pub mod weights;
+
+use crate::memory::{Dram, Memory};
+use dot_geom::DotKind;
+use nnac_isa::{HwConfig, Instr};
+
+/// What one instruction did, for the run statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExecStats {
+    /// Multiply-accumulates performed (dot-product instructions).
+    pub macs: u64,
+    /// Bytes moved by DMA.
+    pub dma_bytes: u64,
+    /// Accumulator values whose exact value did not fit the accumulator (wrapped).
+    pub overflows: u64,
+    /// First overflowing (flattened pixel, channel).
+    pub first_overflow: Option<(u64, u64)>,
+}
+
+impl ExecStats {
+    pub fn note_overflow(&mut self, pixel: u64, channel: u64) {
+        self.overflows += 1;
+        self.first_overflow.get_or_insert((pixel, channel));
+    }
+
+    pub fn merge(&mut self, o: &ExecStats) {
+        self.macs += o.macs;
+        self.dma_bytes += o.dma_bytes;
+        self.overflows += o.overflows;
+        if self.first_overflow.is_none() {
+            self.first_overflow = o.first_overflow;
+        }
+    }
+}
+
+/// `arith::wrap_acc` with the in-range case (almost every value) decided inline.
+#[inline]
+pub fn wrap(exact: i64, acc_bits: u32) -> (i32, bool) {
+    let half = 1i64 << (acc_bits - 1);
+    if exact >= -half && exact < half {
+        (exact as i32, false)
+    } else {
+        nnac_isa::arith::wrap_acc(exact, acc_bits)
+    }
+}
+
+/// Executes `instr` (not STOP) completely.
+pub fn execute(
+    instr: &Instr,
+    hw: &HwConfig,
+    dram: &mut Dram,
+    sram: &mut Memory,
+) -> Result<ExecStats, String> {
+    match instr {
+        Instr::DmaRead(d) => Ok(ExecStats {
+            dma_bytes: dma::execute(d, dma::Dir::Read, dram, sram)?,
+            ..ExecStats::default()
+        }),
+        Instr::DmaWrite(d) => Ok(ExecStats {
+            dma_bytes: dma::execute(d, dma::Dir::Write, dram, sram)?,
+            ..ExecStats::default()
+        }),
+        Instr::Conv(d) => dot::execute(d, DotKind::Conv, hw, sram),
+        Instr::Deconv(d) => dot::execute(d, DotKind::Deconv, hw, sram),
+        Instr::InnerProduct(d) => dot::execute(d, DotKind::InnerProduct, hw, sram),
+        Instr::Scale(s) => simd_ops::execute_scale(s, hw, sram),
+        Instr::Eltwise(e) => simd_ops::execute_eltwise(e, hw, sram),
+        Instr::Stop(_) => Ok(ExecStats::default()),
+    }
+}

@@ -1,0 +1,215 @@
+//! SCALE and ELTWISE: pure SIMD-unit instructions over a (pixels x channels) tile of
+//! HWC tensors. Every output value is computed from the inputs first, then the tile
+//! is stored (so an output may alias an input with the same layout).
+
+use super::dot_geom::check_pitches;
+use super::postproc::{read_chan, Post};
+use super::tensor::{Hwc, PixRange};
+use super::ExecStats;
+use crate::memory::Memory;
+use nnac_isa::arith::{code_value, eltwise_combine, eltwise_rescale};
+use nnac_isa::{Eltwise, HwConfig, Scale};
+use rayon::prelude::*;
+
+/// The (pixels x channels) tile of a SCALE or ELTWISE instruction.
+#[derive(Debug, Clone, Copy)]
+pub struct Tile {
+    pub pix: PixRange,
+    pub c0: u64,
+    pub cn: u64,
+}
+
+impl Tile {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        h: u32,
+        w: u32,
+        c: u32,
+        pix_start: u32,
+        pix_count: u32,
+        c_start: u32,
+        c_count: u32,
+    ) -> Result<Tile, String> {
+        let u = u64::from;
+        let npix = u(h) * u(w);
+        if u(pix_start) + u(pix_count) > npix {
+            return Err(format!(
+                "pixels [{pix_start}, {}) exceed h*w={npix}",
+                u(pix_start) + u(pix_count)
+            ));
+        }
+        if u(c_start) + u(c_count) > u(c) {
+            return Err(format!(
+                "channels [{c_start}, {}) exceed c={c}",
+                u(c_start) + u(c_count)
+            ));
+        }
+        Ok(Tile {
+            pix: PixRange {
+                start: u(pix_start),
+                count: u(pix_count),
+                width: u(w),
+            },
+            c0: u(c_start),
+            cn: u(c_count),
+        })
+    }
+
+    /// SRAM ranges of the tile in tensor `t`.
+    pub fn ranges(&self, t: &Hwc) -> Vec<(u64, u64)> {
+        t.pixel_ranges(
+            self.pix.width,
+            self.pix.start,
+            self.pix.count,
+            self.c0,
+            self.cn,
+        )
+    }
+
+    /// Calls `f(y, x)` for every pixel, in order.
+    fn pixels(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        (self.pix.start..self.pix.end()).map(|p| self.pix.yx(p))
+    }
+}
+
+/// Computes every output row of the tile in parallel blocks of pixels:
+/// `f(y, x, out_row, stats)` fills the `c_count` bytes of pixel (y, x).
+fn par_tile<F>(tile: &Tile, f: F) -> Result<(Vec<u8>, ExecStats), String>
+where
+    F: Fn(u64, u64, &mut [u8], &mut ExecStats) -> Result<(), String> + Sync,
+{
+    const BLOCK: u64 = 256;
+    let cn = tile.cn as usize;
+    let starts: Vec<u64> = (tile.pix.start..tile.pix.end())
+        .step_by(BLOCK as usize)
+        .collect();
+    let parts = starts
+        .par_iter()
+        .map(|&s| {
+            let e = (s + BLOCK).min(tile.pix.end());
+            let mut out = vec![0u8; (e - s) as usize * cn];
+            let mut st = ExecStats::default();
+            for (p, row) in (s..e).zip(out.chunks_exact_mut(cn)) {
+                let (y, x) = tile.pix.yx(p);
+                f(y, x, row, &mut st)?;
+            }
+            Ok((out, st))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let mut all = Vec::with_capacity((tile.pix.count * tile.cn) as usize);
+    let mut stats = ExecStats::default();
+    for (o, st) in parts {
+        all.extend_from_slice(&o);
+        stats.merge(&st);
+    }
+    Ok((all, stats))
+}
+
+fn store(tile: &Tile, out: &Hwc, bytes: &[u8], sram: &mut Memory) -> Result<(), String> {
+    for ((y, x), row) in tile.pixels().zip(bytes.chunks_exact(tile.cn as usize)) {
+        sram.slice_mut(out.at(y, x, tile.c0), tile.cn)?
+            .copy_from_slice(row);
+    }
+    Ok(())
+}
+
+pub fn scale_tile(s: &Scale) -> Result<Tile, String> {
+    let (w, c) = (u64::from(s.w), u64::from(s.c));
+    check_pitches("input", w, c, s.in_row_pitch, s.in_pix_pitch)?;
+    check_pitches("output", w, c, s.out_row_pitch, s.out_pix_pitch)?;
+    Tile::new(
+        s.h,
+        s.w,
+        s.c,
+        s.pix_start,
+        s.pix_count,
+        s.c_start,
+        s.c_count,
+    )
+}
+
+pub fn eltwise_tile(e: &Eltwise) -> Result<Tile, String> {
+    let (w, c) = (u64::from(e.w), u64::from(e.c));
+    check_pitches("A", w, c, e.a_row_pitch, e.a_pix_pitch)?;
+    check_pitches("B", w, c, e.b_row_pitch, e.b_pix_pitch)?;
+    check_pitches("output", w, c, e.out_row_pitch, e.out_pix_pitch)?;
+    Tile::new(
+        e.h,
+        e.w,
+        e.c,
+        e.pix_start,
+        e.pix_count,
+        e.c_start,
+        e.c_count,
+    )
+}
+
+/// SCALE: `acc = code - in_zero`, then the SIMD program with the channel's parameters.
+pub fn execute_scale(s: &Scale, hw: &HwConfig, sram: &mut Memory) -> Result<ExecStats, String> {
+    let tile = scale_tile(s)?;
+    let input = Hwc::new(s.in_addr, s.in_row_pitch, s.in_pix_pitch);
+    let chan = read_chan(sram, s.chan_addr, tile.cn, &s.simd)?;
+    let post = Post::new(&s.simd, s.out_signed);
+    let sram_ro: &Memory = sram;
+    let (out, st) = par_tile(&tile, |y, x, row, st| {
+        let src = sram_ro.slice(input.at(y, x, tile.c0), tile.cn)?;
+        for (c, (o, &b)) in row.iter_mut().zip(src).enumerate() {
+            let exact = i64::from(code_value(b, s.in_signed) - i32::from(s.in_zero));
+            let (v, overflow) = super::wrap(exact, hw.acc_bits);
+            if overflow {
+                st.note_overflow(y * tile.pix.width + x, tile.c0 + c as u64);
+            }
+            *o = post.apply(v, &chan[c]);
+        }
+        Ok(())
+    })?;
+    store(
+        &tile,
+        &Hwc::new(s.out_addr, s.out_row_pitch, s.out_pix_pitch),
+        &out,
+        sram,
+    )?;
+    Ok(st)
+}
+
+/// ELTWISE: both inputs rescaled, combined exactly, wrapped to the accumulator width,
+/// then the SIMD program with the channel's parameters.
+pub fn execute_eltwise(e: &Eltwise, hw: &HwConfig, sram: &mut Memory) -> Result<ExecStats, String> {
+    let tile = eltwise_tile(e)?;
+    let a = Hwc::new(e.a_addr, e.a_row_pitch, e.a_pix_pitch);
+    let b = Hwc::new(e.b_addr, e.b_row_pitch, e.b_pix_pitch);
+    let chan = read_chan(sram, e.chan_addr, tile.cn, &e.simd)?;
+    let post = Post::new(&e.simd, e.out_signed);
+    let (az, bz) = (i32::from(e.a_zero), i32::from(e.b_zero));
+    // The rescaled value depends only on the code byte: tabulate it once.
+    let table = |signed: bool, zero: i32, mult: i32, shift: u32| -> Vec<i64> {
+        (0..=255u8)
+            .map(|b| eltwise_rescale(code_value(b, signed), zero, mult, shift))
+            .collect()
+    };
+    let (ta, tb) = (
+        table(e.a_signed, az, e.a_mult, e.a_shift),
+        table(e.b_signed, bz, e.b_mult, e.b_shift),
+    );
+    let sram_ro: &Memory = sram;
+    let (out, st) = par_tile(&tile, |y, x, row, st| {
+        let ra = sram_ro.slice(a.at(y, x, tile.c0), tile.cn)?;
+        let rb = sram_ro.slice(b.at(y, x, tile.c0), tile.cn)?;
+        for (c, (o, (&va, &vb))) in row.iter_mut().zip(ra.iter().zip(rb)).enumerate() {
+            let (sa, sb) = (ta[usize::from(va)], tb[usize::from(vb)]);
+            let (v, overflow) = super::wrap(eltwise_combine(e.op, sa, sb), hw.acc_bits);
+            if overflow {
+                st.note_overflow(y * tile.pix.width + x, tile.c0 + c as u64);
+            }
+            *o = post.apply(v, &chan[c]);
+        }
+        Ok(())
+    })?;
+    store(
+        &tile,
+        &Hwc::new(e.out_addr, e.out_row_pitch, e.out_pix_pitch),
+        &out,
+        sram,
+    )?;
+    Ok(st)
+}

@@ -1,0 +1,30 @@
+//! nnac-runtime-sim: the functional, bit-exact simulator of `.nnab` programs.
+//!
+//! It executes every instruction exactly as docs/ISA.md defines it (DMA moves, dot
+//! products in `acc_bits`-bit accumulators, the SIMD program through the isa crate's
+//! shared executor, fused pooling, SCALE, ELTWISE), interleaves the DMA and compute
+//! queues under a chosen [`Schedule`] synchronized only by dependency flags, and stops
+//! with a [`SimError`] on races the flags do not prevent, deadlocks, flag errors,
+//! out-of-range addresses and malformed instructions.
+//!
+//! Entry points: [`run`] (one frame) and [`Simulator`] (prepare once, run many
+//! frames); inputs and outputs are raw codes in each descriptor's logical order.
+
+mod engine;
+mod error;
+pub mod exec;
+mod footprint;
+mod io;
+mod memory;
+mod ranges;
+mod rng;
+mod sim;
+mod stats;
+
+pub use engine::Schedule;
+pub use error::{flags_text, Hazard, HazardKind, InstrRef, SimError};
+pub use footprint::{footprint, Footprint};
+pub use io::numel;
+pub use ranges::RangeSet;
+pub use sim::{run, Output, RunOptions, RunResult, Simulator};
+pub use stats::{OverflowSite, RunStats};

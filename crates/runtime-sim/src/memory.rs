@@ -1,0 +1,140 @@
+//! A bounds-checked byte memory (SRAM, or the DRAM window of a program).
+
+/// `bytes[i]` holds address `base + i`.
+#[derive(Debug, Clone)]
+pub struct Memory {
+    pub name: &'static str,
+    pub base: u64,
+    pub bytes: Vec<u8>,
+}
+
+impl Memory {
+    pub fn zeroed(name: &'static str, base: u64, len: usize) -> Memory {
+        Memory {
+            name,
+            base,
+            bytes: vec![0; len],
+        }
+    }
+
+    /// End address (exclusive).
+    pub fn end(&self) -> u64 {
+        self.base + self.bytes.len() as u64
+    }
+
+    /// Index of `[addr, addr + len)` in `bytes`, or an error naming the range.
+    pub fn index(&self, addr: u64, len: u64) -> Result<usize, String> {
+        let end = addr.checked_add(len);
+        match end {
+            Some(end) if addr >= self.base && end <= self.end() => Ok((addr - self.base) as usize),
+            _ => Err(format!(
+                "{} range [{addr:#x}, {:#x}) is outside {} [{:#x}, {:#x})",
+                self.name,
+                addr.saturating_add(len),
+                self.name,
+                self.base,
+                self.end()
+            )),
+        }
+    }
+
+    pub fn slice(&self, addr: u64, len: u64) -> Result<&[u8], String> {
+        let i = self.index(addr, len)?;
+        Ok(&self.bytes[i..i + len as usize])
+    }
+
+    pub fn slice_mut(&mut self, addr: u64, len: u64) -> Result<&mut [u8], String> {
+        let i = self.index(addr, len)?;
+        Ok(&mut self.bytes[i..i + len as usize])
+    }
+
+    /// Little-endian i32 at `addr`.
+    pub fn i32_at(&self, addr: u64) -> Result<i32, String> {
+        let b = self.slice(addr, 4)?;
+        Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_are_checked_without_overflow() {
+        let mut m = Memory::zeroed("SRAM", 0x100, 16);
+        assert!(m.slice(0x100, 16).is_ok());
+        assert!(m.slice(0xff, 1).is_err());
+        assert!(m.slice(0x108, 9).is_err());
+        assert!(m.slice(u64::MAX, 2).is_err());
+        m.slice_mut(0x104, 4)
+            .unwrap()
+            .copy_from_slice(&(-2i32).to_le_bytes());
+        assert_eq!(m.i32_at(0x104).unwrap(), -2);
+    }
+}
+
+/// The program's DRAM: the DRAM image and every I/O tensor, as disjoint segments
+/// (merged where they touch or overlap). An access must lie inside one segment.
+#[derive(Debug, Clone)]
+pub struct Dram {
+    segs: Vec<Memory>,
+}
+
+impl Dram {
+    /// Segments covering `spans` (`[lo, hi)` ranges), zero-filled.
+    pub fn covering(mut spans: Vec<(u64, u64)>) -> Dram {
+        spans.retain(|s| s.0 < s.1);
+        spans.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::new();
+        for (lo, hi) in spans {
+            match merged.last_mut() {
+                Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+                _ => merged.push((lo, hi)),
+            }
+        }
+        Dram {
+            segs: merged
+                .into_iter()
+                .map(|(lo, hi)| Memory::zeroed("DRAM", lo, (hi - lo) as usize))
+                .collect(),
+        }
+    }
+
+    /// Total bytes.
+    pub fn len(&self) -> u64 {
+        self.segs.iter().map(|s| s.bytes.len() as u64).sum()
+    }
+
+    fn find(&self, addr: u64) -> Option<usize> {
+        let i = self.segs.partition_point(|s| s.base <= addr);
+        i.checked_sub(1)
+    }
+
+    fn err(&self, addr: u64, len: u64) -> String {
+        let segs: Vec<String> = self
+            .segs
+            .iter()
+            .map(|s| format!("[{:#x}, {:#x})", s.base, s.end()))
+            .collect();
+        format!(
+            "DRAM range [{addr:#x}, {:#x}) is not inside the program's DRAM (image and I/O tensors: {})",
+            addr.saturating_add(len),
+            if segs.is_empty() { "none".to_string() } else { segs.join(", ") }
+        )
+    }
+
+    pub fn slice(&self, addr: u64, len: u64) -> Result<&[u8], String> {
+        let i = self.find(addr).ok_or_else(|| self.err(addr, len))?;
+        self.segs[i]
+            .slice(addr, len)
+            .map_err(|_| self.err(addr, len))
+    }
+
+    pub fn slice_mut(&mut self, addr: u64, len: u64) -> Result<&mut [u8], String> {
+        let i = self.find(addr).ok_or_else(|| self.err(addr, len))?;
+        if self.segs[i].index(addr, len).is_err() {
+            return Err(self.err(addr, len));
+        }
+        Ok(self.segs[i].slice_mut(addr, len).expect("checked above"))
+    }
+}

@@ -1,0 +1,201 @@
+//! The public entry points: prepare a program once, run it on inputs.
+
+use crate::engine::{Engine, Schedule};
+use crate::error::SimError;
+use crate::footprint::{footprint, Footprint};
+use crate::io::{dram_extent, read_output, write_input};
+use crate::memory::{Dram, Memory};
+use crate::stats::RunStats;
+use nnac_isa::{HwConfig, IoDesc, IoDir, IoDtype, Program};
+
+/// Largest DRAM window the simulator allocates.
+const MAX_DRAM_BYTES: u64 = 1 << 30;
+
+/// How to run a program.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub schedule: Schedule,
+    /// The hardware to run on; `None` = the program's own configuration. A program
+    /// compiled for a different configuration is refused.
+    pub hw: Option<HwConfig>,
+}
+
+/// One output tensor, raw codes in the descriptor's logical order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    pub name: String,
+    pub shape: Vec<u32>,
+    pub dtype: IoDtype,
+    pub scale: f32,
+    pub zero_point: i32,
+    pub data: Vec<u8>,
+}
+
+/// The outputs of one run (in descriptor order) and what the run did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResult {
+    pub outputs: Vec<Output>,
+    pub stats: RunStats,
+}
+
+/// A program checked and prepared for running (footprints computed once).
+pub struct Simulator<'p> {
+    program: &'p Program,
+    footprints: Vec<Footprint>,
+    dram: Dram,
+    schedule: Schedule,
+}
+
+/// Runs `program` once. `inputs` gives the raw codes of every input, by descriptor
+/// name, in the descriptor's logical order (e.g. NCHW).
+pub fn run(
+    program: &Program,
+    inputs: &[(String, Vec<u8>)],
+    opts: &RunOptions,
+) -> Result<RunResult, SimError> {
+    Simulator::new(program, opts)?.run(inputs)
+}
+
+fn check_hw(program: &Program, given: &Option<HwConfig>) -> Result<(), SimError> {
+    if let Some(hw) = given {
+        if *hw != program.meta.hw {
+            return Err(SimError::HwMismatch {
+                program: format!("fingerprint {:#018x}", program.meta.hw.fingerprint()),
+                given: format!("fingerprint {:#018x}", hw.fingerprint()),
+            });
+        }
+    }
+    program
+        .meta
+        .hw
+        .validate()
+        .map_err(|e| SimError::Program(e.to_string()))?;
+    program.check_hw().map_err(SimError::Program)
+}
+
+fn check_structure(program: &Program) -> Result<(), SimError> {
+    if program.host_ops.as_ref().is_some_and(|h| !h.ops.is_empty()) {
+        return Err(SimError::Unsupported(
+            "host ops (the program has a non-empty host-op section; the simulator runs NNA-only programs)".into(),
+        ));
+    }
+    nnac_isa::instr::check_program(&program.instrs).map_err(SimError::Program)?;
+    let mut names: Vec<&str> = program.io.iter().map(|d| d.name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(SimError::Program(format!(
+            "two descriptors are named '{}'",
+            w[0]
+        )));
+    }
+    Ok(())
+}
+
+/// The program's DRAM: the image and every I/O tensor.
+fn dram_of(program: &Program) -> Result<Dram, SimError> {
+    let img = &program.dram;
+    let mut spans: Vec<(u64, u64)> = program.io.iter().filter_map(dram_extent).collect();
+    if let Some(d) = program
+        .io
+        .iter()
+        .find(|d| crate::io::numel(d) > 0 && dram_extent(d).is_none())
+    {
+        return Err(SimError::Program(format!(
+            "'{}': DRAM extent overflows the address space",
+            d.name
+        )));
+    }
+    spans.push((img.base, img.base + img.bytes.len() as u64));
+    let mut dram = Dram::covering(spans);
+    if dram.len() > MAX_DRAM_BYTES {
+        return Err(SimError::Program(format!(
+            "DRAM image and I/O tensors need {} bytes, more than {MAX_DRAM_BYTES}",
+            dram.len()
+        )));
+    }
+    if !img.bytes.is_empty() {
+        dram.slice_mut(img.base, img.bytes.len() as u64)
+            .map_err(SimError::Program)?
+            .copy_from_slice(&img.bytes);
+    }
+    Ok(dram)
+}
+
+impl<'p> Simulator<'p> {
+    /// Checks the program against the hardware and computes every instruction's SRAM
+    /// footprint (malformed instructions are reported here, naming the instruction).
+    pub fn new(program: &'p Program, opts: &RunOptions) -> Result<Simulator<'p>, SimError> {
+        check_hw(program, &opts.hw)?;
+        check_structure(program)?;
+        let hw = &program.meta.hw;
+        let footprints = program
+            .instrs
+            .iter()
+            .enumerate()
+            .map(|(i, ins)| footprint(ins, hw).map_err(|m| SimError::instr(i, ins.mnemonic(), m)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Simulator {
+            program,
+            footprints,
+            dram: dram_of(program)?,
+            schedule: opts.schedule,
+        })
+    }
+
+    pub fn inputs(&self) -> impl Iterator<Item = &IoDesc> {
+        self.program.io.iter().filter(|d| d.dir == IoDir::Input)
+    }
+
+    pub fn outputs(&self) -> impl Iterator<Item = &IoDesc> {
+        self.program.io.iter().filter(|d| d.dir == IoDir::Output)
+    }
+
+    fn load_inputs(&self, inputs: &[(String, Vec<u8>)], dram: &mut Dram) -> Result<(), SimError> {
+        for (name, _) in inputs {
+            if !self.inputs().any(|d| &d.name == name) {
+                let known: Vec<&str> = self.inputs().map(|d| d.name.as_str()).collect();
+                return Err(SimError::Input(format!(
+                    "the program has no input '{name}' (inputs: {known:?})"
+                )));
+            }
+        }
+        for d in self.inputs() {
+            let mut given = inputs.iter().filter(|(n, _)| n == &d.name);
+            let (_, data) = given
+                .next()
+                .ok_or_else(|| SimError::Input(format!("missing input '{}'", d.name)))?;
+            if given.next().is_some() {
+                return Err(SimError::Input(format!("input '{}' given twice", d.name)));
+            }
+            write_input(d, data, dram).map_err(SimError::Input)?;
+        }
+        Ok(())
+    }
+
+    /// Runs one frame.
+    pub fn run(&self, inputs: &[(String, Vec<u8>)]) -> Result<RunResult, SimError> {
+        let hw = &self.program.meta.hw;
+        let mut dram = self.dram.clone();
+        self.load_inputs(inputs, &mut dram)?;
+        let sram = Memory::zeroed("SRAM", 0, hw.sram_bytes as usize);
+        let mut engine = Engine::new(&self.program.instrs, &self.footprints, hw, dram, sram);
+        engine.run(self.schedule)?;
+        let outputs = self
+            .outputs()
+            .map(|d| {
+                Ok(Output {
+                    name: d.name.clone(),
+                    shape: d.shape.clone(),
+                    dtype: d.dtype,
+                    scale: d.scale,
+                    zero_point: d.zero_point,
+                    data: read_output(d, &engine.dram).map_err(SimError::Program)?,
+                })
+            })
+            .collect::<Result<Vec<_>, SimError>>()?;
+        Ok(RunResult {
+            outputs,
+            stats: engine.stats,
+        })
+    }
+}

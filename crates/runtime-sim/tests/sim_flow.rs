@@ -1,0 +1,357 @@
+//! Interleavings, run-time hazard detection, deadlocks, flag errors, refusal of
+//! foreign programs, and malformed input.
+
+mod common;
+use common::*;
+use nnac_isa::*;
+use nnac_runtime_sim::{run, HazardKind, RunOptions, Schedule, SimError};
+
+const X: u64 = 0; // DRAM: three 4x4x8 inputs at 0, 128, 256; weights at 384
+const W_DRAM: u64 = 384;
+const OUT_DRAM: u64 = 1024; // three outputs of 128 bytes
+const BUF_A: u32 = 0x000;
+const BUF_B: u32 = 0x100;
+const BUF_W: u32 = 0x200;
+const OUTS: [u32; 3] = [0x400, 0x500, 0x600];
+
+fn conv1x1(input: u32, out: u32, flags: FlagOps) -> Instr {
+    Instr::Conv(DotProduct {
+        flags,
+        simd: vec![fused_relu(1 << 30, 33, 0, -128, 127)],
+        in_addr: input,
+        w_addr: BUF_W,
+        out_addr: out,
+        in_h: 4,
+        in_w: 4,
+        in_c: 8,
+        out_h: 4,
+        out_w: 4,
+        out_c: 8,
+        in_row_pitch: 32,
+        in_pix_pitch: 8,
+        out_row_pitch: 32,
+        out_pix_pitch: 8,
+        pix_count: 16,
+        oc_count: 8,
+        kernel_h: 1,
+        kernel_w: 1,
+        stride_h: 1,
+        stride_w: 1,
+        dil_h: 1,
+        dil_w: 1,
+        groups: 1,
+        in_signed: true,
+        w_signed: true,
+        out_signed: true,
+        ..DotProduct::default()
+    })
+}
+
+fn read(dram: u64, sram: u32, len: u32, f: FlagOps) -> Instr {
+    Instr::DmaRead(dma(1, len, dram, 0, sram, 0, f))
+}
+
+fn write(sram: u32, dram: u64, f: FlagOps) -> Instr {
+    Instr::DmaWrite(dma(1, 128, dram, 0, sram, 0, f))
+}
+
+fn f() -> FlagOps {
+    FlagOps::new()
+}
+
+/// A correct double-buffered program: three convolutions over three inputs.
+fn pipeline() -> Vec<Instr> {
+    vec![
+        read(X, BUF_A, 128, f().set(0)),                               // 0
+        read(W_DRAM, BUF_W, 64, f().set(1)),                           // 1
+        read(X + 128, BUF_B, 128, f().set(2)),                         // 2
+        conv1x1(BUF_A, OUTS[0], f().wait(0).wait(1).clear(0).set(3)),  // 3
+        read(X + 256, BUF_A, 128, f().wait_clear(0).set(0)),           // 4
+        conv1x1(BUF_B, OUTS[1], f().wait(2).clear(2).set(4)),          // 5
+        write(OUTS[0], OUT_DRAM, f().wait(3).clear(3)),                // 6
+        conv1x1(BUF_A, OUTS[2], f().wait(0).clear(0).clear(1).set(5)), // 7
+        write(OUTS[1], OUT_DRAM + 128, f().wait(4).clear(4)),          // 8
+        write(OUTS[2], OUT_DRAM + 256, f().wait(5).clear(5)),          // 9
+        Instr::Stop(Stop::default()),                                  // 10
+    ]
+}
+
+fn program(instrs: Vec<Instr>) -> Program {
+    let mut rng = Lcg(77);
+    Program {
+        instrs,
+        dram: DramImage {
+            base: 0,
+            bytes: rng.bytes(448),
+        },
+        io: vec![IoDesc {
+            name: "y".into(),
+            dir: IoDir::Output,
+            dtype: IoDtype::Int8,
+            shape: vec![3, 4, 4, 8],
+            dram_addr: OUT_DRAM,
+            layout: IoLayout::Dense,
+            scale: 1.0,
+            zero_point: 0,
+        }],
+        host_ops: None,
+        meta: Metadata {
+            hw: small_hw(),
+            ..Metadata::default()
+        },
+    }
+}
+
+fn opts(schedule: Schedule) -> RunOptions {
+    RunOptions { schedule, hw: None }
+}
+
+fn schedules() -> Vec<Schedule> {
+    let mut v = vec![Schedule::Serial, Schedule::Eager];
+    v.extend((0..10).map(|seed| Schedule::Random { seed }));
+    v
+}
+
+#[test]
+fn every_schedule_gives_identical_bytes() {
+    let p = program(pipeline());
+    let base = run(&p, &[], &opts(Schedule::Serial)).unwrap();
+    assert!(base.outputs[0].data.iter().filter(|&&b| b != 0).count() > 100);
+    assert_eq!(base.stats.instructions, 10);
+    assert_eq!(base.stats.macs, 3 * 16 * 8 * 8);
+    for s in schedules() {
+        let r = run(&p, &[], &opts(s)).unwrap();
+        assert_eq!(r.outputs, base.outputs, "{s:?}");
+    }
+    let eager = run(&p, &[], &opts(Schedule::Eager)).unwrap();
+    assert!(
+        eager.stats.overlapped_starts > 0,
+        "eager must overlap the queues"
+    );
+}
+
+fn expect_hazard(instrs: Vec<Instr>, kind: HazardKind, a: usize, b: usize, schedules: &[Schedule]) {
+    let p = program(instrs);
+    for s in schedules {
+        match run(&p, &[], &opts(*s)) {
+            Err(SimError::Hazard(h)) => {
+                assert_eq!(h.kind, kind, "{s:?}: {h}");
+                assert_eq!((h.earlier.index, h.later.index), (a, b), "{s:?}: {h}");
+                let msg = h.to_string();
+                assert!(
+                    msg.contains(kind.short()) && msg.contains("SRAM [0x"),
+                    "{msg}"
+                );
+            }
+            other => panic!("{s:?}: expected a {kind:?} hazard, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn missing_wait_is_a_read_after_write_hazard_under_every_schedule() {
+    let mut p = pipeline();
+    p[5] = conv1x1(BUF_B, OUTS[1], f().clear(2).set(4)); // no longer waits for F2
+    expect_hazard(p, HazardKind::ReadAfterWrite, 2, 5, &schedules());
+}
+
+#[test]
+fn missing_wait_clear_is_a_write_after_read_hazard() {
+    let mut p = pipeline();
+    p[4] = read(X + 256, BUF_A, 128, f()); // overwrites A without waiting for conv #3
+    p[7] = conv1x1(BUF_A, OUTS[2], f().clear(1).set(5));
+    expect_hazard(
+        p.clone(),
+        HazardKind::WriteAfterRead,
+        3,
+        4,
+        &[Schedule::Serial, Schedule::Eager],
+    );
+    // Every other schedule fails too (with this hazard or a race on the reuse).
+    for seed in 0..10 {
+        assert!(run(&program(p.clone()), &[], &opts(Schedule::Random { seed })).is_err());
+    }
+}
+
+#[test]
+fn unsynchronized_writes_are_a_write_after_write_hazard() {
+    let mut p = pipeline();
+    // A DMA refills the output buffer of conv #3 with nothing ordering the two.
+    p.insert(4, read(X, OUTS[0], 16, f()));
+    expect_hazard(
+        p,
+        HazardKind::WriteAfterWrite,
+        3,
+        4,
+        &[Schedule::Serial, Schedule::Eager],
+    );
+}
+
+#[test]
+fn waiting_forever_is_a_deadlock() {
+    let mut p = pipeline();
+    p[3] = conv1x1(BUF_A, OUTS[0], f().wait(0).wait(1).wait(9).clear(0).set(3));
+    for s in schedules() {
+        match run(&program(p.clone()), &[], &opts(s)) {
+            Err(SimError::Deadlock(m)) => assert!(m.contains("#3 CONV") && m.contains("F9"), "{m}"),
+            other => panic!("{s:?}: expected a deadlock, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn serial_schedule_refuses_programs_that_need_the_queues_out_of_order() {
+    // The conv waits for a DMA that comes later in program order: fine for the
+    // two queues, a deadlock when run as one stream.
+    let p = vec![
+        read(W_DRAM, BUF_W, 64, f().set(1)),
+        conv1x1(BUF_A, OUTS[0], f().wait(0).wait(1).clear(0).clear(1).set(3)),
+        read(X, BUF_A, 128, f().set(0)),
+        write(OUTS[0], OUT_DRAM, f().wait(3).clear(3)),
+        Instr::Stop(Stop::default()),
+    ];
+    assert!(run(&program(p.clone()), &[], &opts(Schedule::Eager)).is_ok());
+    match run(&program(p), &[], &opts(Schedule::Serial)) {
+        Err(SimError::Deadlock(m)) => assert!(m.contains("#1 CONV") && m.contains("F0"), "{m}"),
+        other => panic!("expected a serial deadlock, got {other:?}"),
+    }
+}
+
+#[test]
+fn setting_a_set_flag_is_a_program_error() {
+    let mut p = pipeline();
+    p[1] = read(W_DRAM, BUF_W, 64, f().set(1).set(0)); // F0 already set by #0
+    let e = run(&program(p), &[], &opts(Schedule::Serial)).unwrap_err();
+    assert!(
+        e.to_string().contains("#1 DMA_READ") && e.to_string().contains("already set"),
+        "{e}"
+    );
+    let mut p = pipeline();
+    p[6] = write(OUTS[0], OUT_DRAM, f().wait(3).clear(3).clear(7));
+    let e = run(&program(p), &[], &opts(Schedule::Eager)).unwrap_err();
+    assert!(
+        e.to_string().contains("#6 DMA_WRITE") && e.to_string().contains("F7"),
+        "{e}"
+    );
+}
+
+#[test]
+fn foreign_hardware_and_host_ops_are_refused() {
+    let p = program(pipeline());
+    let e = run(
+        &p,
+        &[],
+        &RunOptions {
+            schedule: Schedule::Eager,
+            hw: Some(HwConfig::fsd()),
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(e, SimError::HwMismatch { .. }), "{e}");
+    assert!(run(
+        &p,
+        &[],
+        &RunOptions {
+            schedule: Schedule::Eager,
+            hw: Some(small_hw())
+        }
+    )
+    .is_ok());
+    let mut h = p.clone();
+    h.host_ops = Some(HostOps {
+        ops: vec![HostOp {
+            kind: 1,
+            payload: vec![],
+        }],
+    });
+    assert!(matches!(
+        run(&h, &[], &Default::default()),
+        Err(SimError::Unsupported(_))
+    ));
+    let mut f = p;
+    f.instrs[0] = read(X, BUF_A, 128, FlagOps::new().set(20)); // only 16 flags
+    assert!(matches!(
+        run(&f, &[], &Default::default()),
+        Err(SimError::Program(_))
+    ));
+}
+
+#[test]
+fn inputs_are_checked() {
+    let mut p = program(pipeline());
+    p.io.push(IoDesc {
+        name: "x".into(),
+        dir: IoDir::Input,
+        dtype: IoDtype::Int8,
+        shape: vec![4],
+        dram_addr: 0,
+        layout: IoLayout::Dense,
+        scale: 1.0,
+        zero_point: 0,
+    });
+    for bad in [
+        vec![],
+        vec![("x".to_string(), vec![1u8; 3])],
+        vec![("z".to_string(), vec![1u8; 4])],
+    ] {
+        assert!(
+            matches!(run(&p, &bad, &Default::default()), Err(SimError::Input(_))),
+            "{bad:?}"
+        );
+    }
+    assert!(run(&p, &[("x".into(), vec![1; 4])], &Default::default()).is_ok());
+}
+
+#[test]
+fn corrupted_programs_give_errors_not_panics() {
+    let bytes = program(pipeline()).write().unwrap();
+    let mut rng = Lcg(99);
+    let mut ran = 0;
+    for _ in 0..1500 {
+        let mut b = bytes.clone();
+        for _ in 0..1 + rng.next() % 4 {
+            let i = rng.next() as usize % b.len();
+            b[i] ^= 1 << (rng.next() % 8);
+        }
+        // Keep the checksum valid half the time so the corruption reaches the decoder
+        // and the simulator.
+        if rng.next().is_multiple_of(2) {
+            let n = b.len() - 4;
+            let crc = nnac_isa::crc32::crc32(&b[..n]);
+            b[n..].copy_from_slice(&crc.to_le_bytes());
+        }
+        if let Ok(p) = Program::read(&b) {
+            ran += 1;
+            let _ = run(&p, &[], &opts(Schedule::Random { seed: 3 }));
+        }
+    }
+    assert!(
+        ran > 50,
+        "the loop must exercise the simulator ({ran} programs ran)"
+    );
+}
+
+#[test]
+fn malformed_instruction_fields_give_errors_not_panics() {
+    let mut rng = Lcg(5);
+    let base = pipeline();
+    for _ in 0..400 {
+        let mut p = base.clone();
+        let i = rng.next() as usize % (p.len() - 1);
+        let body = p[i].body_mut();
+        let specs = body.specs();
+        let spec = &specs[rng.next() as usize % specs.len()];
+        let v = match rng.next() % 3 {
+            0 => spec.min,
+            1 => spec.max,
+            _ => spec.min + i64::from(rng.next() % 300).min(spec.max - spec.min),
+        };
+        let v = if spec.names.is_empty() {
+            v
+        } else {
+            v.min(spec.names.len() as i64 - 1)
+        };
+        body.set(spec.name, v).unwrap();
+        let _ = run(&program(p), &[], &opts(Schedule::Eager));
+    }
+}

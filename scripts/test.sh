@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The full test suite, on a fresh machine: prepares the Python reference tools and
+# the real models (scripts/setup.sh, idempotent), then runs every Rust test.
+# This is the exact command README.md gives and .ci/run calls.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+bash scripts/setup.sh
+
+# Release profile: the reference interpreters run real models (ResNet-50, open_nsfw)
+# in the suite, which is far too slow unoptimised.
+cargo test --workspace --release --locked --no-fail-fast

@@ -1,0 +1,119 @@
+//! Pieces shared by the subcommands that read a model (`inspect`, `eval`, `compile`):
+//! the `MODEL [--weights W] [--input-shape NAME=1x3xHxW ...]` arguments and loading.
+
+use crate::error::CliError;
+use nnac_frontend::{load_model, ImportOptions};
+use nnac_ir::Graph;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The model to load: flatten into a subcommand's `Args` with `#[command(flatten)]`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ModelArgs {
+    /// The model: an ONNX file (.onnx) or a Caffe network (.prototxt).
+    pub model: PathBuf,
+    /// Caffe weights (.caffemodel) for a .prototxt model.
+    #[arg(long, value_name = "W")]
+    pub weights: Option<PathBuf>,
+    /// Fixes the shape of a graph input with dynamic dimensions, e.g.
+    /// `--input-shape x=1x3x640x640` (repeatable, one per input).
+    #[arg(long = "input-shape", value_name = "NAME=SHAPE", value_parser = input_shape_arg)]
+    pub input_shape: Vec<(String, Vec<usize>)>,
+}
+
+impl ModelArgs {
+    /// The import options these arguments describe; a name given twice is an error.
+    pub fn import_options(&self) -> Result<ImportOptions, CliError> {
+        let mut input_shapes = BTreeMap::new();
+        for (name, shape) in &self.input_shape {
+            if input_shapes.insert(name.clone(), shape.clone()).is_some() {
+                return Err(CliError::user(format!(
+                    "--input-shape given twice for input '{name}'"
+                )));
+            }
+        }
+        Ok(ImportOptions { input_shapes })
+    }
+}
+
+/// Parses `NAME=1x3x224x224` into the input name and its dimensions. The name may
+/// itself contain `=` (the shape follows the last one); every dimension must be a
+/// positive integer.
+pub fn parse_input_shape(s: &str) -> Result<(String, Vec<usize>), CliError> {
+    let (name, dims) = s.rsplit_once('=').ok_or_else(|| {
+        CliError::user(format!(
+            "--input-shape '{s}': expected NAME=SHAPE, e.g. x=1x3x224x224"
+        ))
+    })?;
+    if name.is_empty() {
+        return Err(CliError::user(format!(
+            "--input-shape '{s}': the input name is empty"
+        )));
+    }
+    let shape = dims
+        .split(['x', 'X'])
+        .map(|d| parse_dim(s, d.trim()))
+        .collect::<Result<Vec<usize>, CliError>>()?;
+    Ok((name.to_string(), shape))
+}
+
+/// clap's value parser: the same rule, the error as text.
+fn input_shape_arg(s: &str) -> Result<(String, Vec<usize>), String> {
+    parse_input_shape(s).map_err(|e| e.to_string())
+}
+
+fn parse_dim(whole: &str, d: &str) -> Result<usize, CliError> {
+    match d.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(CliError::user(format!(
+            "--input-shape '{whole}': dimension '{d}' is not a positive integer (expected e.g. 1x3x224x224)"
+        ))),
+    }
+}
+
+/// Loads the model the arguments name; every import failure is the user's (exit 1).
+pub fn load(args: &ModelArgs) -> Result<Graph, CliError> {
+    let opts = args.import_options()?;
+    load_model(&args.model, args.weights.as_deref(), &opts)
+        .map_err(|e| CliError::user(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_name_and_dims() {
+        let (n, s) = parse_input_shape("images=1x3x640x640").unwrap();
+        assert_eq!(n, "images");
+        assert_eq!(s, vec![1, 3, 640, 640]);
+    }
+
+    #[test]
+    fn name_may_contain_equals() {
+        let (n, s) = parse_input_shape("a=b=1x2").unwrap();
+        assert_eq!(n, "a=b");
+        assert_eq!(s, vec![1, 2]);
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        for bad in [
+            "images", "=1x3", "x=", "x=1x", "x=1x0x3", "x=1xHx3", "x=-1x3",
+        ] {
+            let e = parse_input_shape(bad).unwrap_err();
+            assert!(matches!(e, CliError::User(_)), "{bad}");
+            assert!(e.to_string().contains("--input-shape"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn duplicate_input_is_an_error() {
+        let a = ModelArgs {
+            model: PathBuf::from("m.onnx"),
+            weights: None,
+            input_shape: vec![("x".into(), vec![1]), ("x".into(), vec![2])],
+        };
+        assert!(a.import_options().is_err());
+    }
+}

@@ -1,0 +1,5 @@
+pub mod asm;
+pub mod common;
+pub mod disasm;
+pub mod eval;
+pub mod inspect;

@@ -1,0 +1,52 @@
+//! `nnac`: the command-line driver. Each subcommand lives in `src/cmd/<name>.rs`
+//! and exposes `Args` (clap) and `run(Args) -> Result<(), CliError>`.
+//!
+//! Exit codes: 0 success, 1 user error (bad input, unsupported model, ...),
+//! 2 internal error (a bug in nnac).
+
+mod cmd;
+mod error;
+
+use clap::{Parser, Subcommand};
+
+/// nnac: ahead-of-time compiler for an FSD-style 96x96 int8 neural network accelerator.
+#[derive(Parser)]
+#[command(name = "nnac", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show a model's imported graph IR (text or Graphviz DOT).
+    Inspect(cmd::inspect::Args),
+    /// Run a model on the float reference interpreter.
+    Eval(cmd::eval::Args),
+    /// Assemble a textual listing into a .nnab program container.
+    Asm(cmd::asm::Args),
+    /// Disassemble a .nnab program container.
+    Disasm(cmd::disasm::Args),
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version are successes; any other usage error is the user's.
+            let code = if e.use_stderr() { 1 } else { 0 };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Inspect(a) => cmd::inspect::run(a),
+        Command::Eval(a) => cmd::eval::run(a),
+        Command::Asm(a) => cmd::asm::run(a),
+        Command::Disasm(a) => cmd::disasm::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(e.exit_code());
+    }
+}

@@ -1,0 +1,121 @@
+//! End-to-end: `nnac asm` and `nnac disasm` (listing, -o text with side file, --json).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const NNAC: &str = env!("CARGO_BIN_EXE_nnac");
+
+fn nnac(args: &[&str]) -> Output {
+    Command::new(NNAC).args(args).output().expect("run nnac")
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("nnac-cli-asm-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn sample_listing() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/isa/tests/data/every_op.s")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn asm_disasm_round_trip_is_byte_identical() {
+    let d = tmpdir("rt");
+    let p1 = d.join("p1.nnab");
+    let out = nnac(&["asm", s(&sample_listing()), "-o", s(&p1)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let l = d.join("L.s");
+    let out = nnac(&["disasm", s(&p1), "-o", s(&l)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p2 = d.join("p2.nnab");
+    let out = nnac(&["asm", s(&l), "-o", s(&p2)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&p1).unwrap(), std::fs::read(&p2).unwrap());
+}
+
+#[test]
+fn large_dram_image_uses_a_side_file() {
+    let d = tmpdir("side");
+    let mut text = std::fs::read_to_string(sample_listing()).unwrap();
+    let hex: String = (0..6000u32).map(|i| format!("{:02x}", i % 251)).collect();
+    text = text.replace(
+        ".dram base=0x10000 hex=\"000102030405060708090a0b0c0d0e0f\"",
+        &format!(".dram base=0x10000 hex=\"{hex}\""),
+    );
+    let src = d.join("big.s");
+    std::fs::write(&src, text).unwrap();
+    let p1 = d.join("p1.nnab");
+    assert!(nnac(&["asm", s(&src), "-o", s(&p1)]).status.success());
+    let l = d.join("L.s");
+    assert!(nnac(&["disasm", s(&p1), "-o", s(&l)]).status.success());
+    assert!(d.join("L.s.dram.bin").exists());
+    assert!(std::fs::read_to_string(&l)
+        .unwrap()
+        .contains("file=\"L.s.dram.bin\""));
+    let p2 = d.join("p2.nnab");
+    assert!(nnac(&["asm", s(&l), "-o", s(&p2)]).status.success());
+    assert_eq!(std::fs::read(&p1).unwrap(), std::fs::read(&p2).unwrap());
+}
+
+#[test]
+fn listing_and_json() {
+    let d = tmpdir("show");
+    let p = d.join("p.nnab");
+    assert!(nnac(&["asm", s(&sample_listing()), "-o", s(&p)])
+        .status
+        .success());
+    let out = nnac(&["disasm", s(&p)]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("DMA_READ") && text.contains("sections:"),
+        "{text}"
+    );
+
+    let out = nnac(&["disasm", "--json", s(&p)]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 10);
+    let last: serde_json::Value = serde_json::from_str(lines[9]).unwrap();
+    assert_eq!(last["op"], "STOP");
+    assert_eq!(last["index"], 9);
+}
+
+#[test]
+fn errors_are_user_errors_and_leave_no_output() {
+    let d = tmpdir("err");
+    let bad = d.join("bad.s");
+    std::fs::write(&bad, "DMA_READ rows=1 row_len=4\nFROB\n").unwrap();
+    let p = d.join("p.nnab");
+    let out = nnac(&["asm", s(&bad), "-o", s(&p)]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 2, column 1"), "{err}");
+    assert!(!p.exists());
+
+    let junk = d.join("junk.nnab");
+    std::fs::write(&junk, b"not a program at all").unwrap();
+    let out = nnac(&["disasm", s(&junk)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("magic"));
+}
