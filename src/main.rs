@@ -19,6 +19,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Compile a model to an NNA program (.nnab): import, fold, fuse, quantize, lower.
+    Compile(cmd::compile::Args),
     /// Show a model's imported graph IR (text or Graphviz DOT).
     Inspect(cmd::inspect::Args),
     /// Run a model on the float reference interpreter.
@@ -27,6 +29,10 @@ enum Command {
     Asm(cmd::asm::Args),
     /// Disassemble a .nnab program container.
     Disasm(cmd::disasm::Args),
+    /// Prove statically that a program cannot race, deadlock or misuse a flag.
+    Verify(cmd::verify::Args),
+    /// Run a .nnab program on the functional simulator.
+    Run(cmd::run::Args),
 }
 
 fn main() {
@@ -40,10 +46,13 @@ fn main() {
         }
     };
     let result = match cli.command {
+        Command::Compile(a) => cmd::compile::run(a),
         Command::Inspect(a) => cmd::inspect::run(a),
         Command::Eval(a) => cmd::eval::run(a),
         Command::Asm(a) => cmd::asm::run(a),
         Command::Disasm(a) => cmd::disasm::run(a),
+        Command::Verify(a) => cmd::verify::run(a),
+        Command::Run(a) => cmd::run::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

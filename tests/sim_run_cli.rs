@@ -52,7 +52,10 @@ fn copy_program(dir: &Path) -> PathBuf {
             Instr::Stop(Stop::default()),
         ],
         dram: DramImage::default(),
-        io: vec![io("x", IoDir::Input, 0, 0.5, 1), io("y:0", IoDir::Output, 16, 0.25, 0)],
+        io: vec![
+            io("x", IoDir::Input, 0, 0.5, 1),
+            io("y:0", IoDir::Output, 16, 0.25, 0),
+        ],
         host_ops: None,
         meta: Metadata::default(),
     };
@@ -72,16 +75,38 @@ fn quantizes_runs_and_dequantizes() {
     let x = d.join("x.npy");
     write_f32(&x, vec![1, 4], vec![0.0, 0.25, -1.0, 100.0]);
     let out = d.join("out");
-    let r = nnac(&["run", s(&prog), "--input", &format!("x={}", s(&x)), "--output-dir", s(&out), "--schedule", "random", "--seed", "7"]);
+    let r = nnac(&[
+        "run",
+        s(&prog),
+        "--input",
+        &format!("x={}", s(&x)),
+        "--output-dir",
+        s(&out),
+        "--schedule",
+        "random",
+        "--seed",
+        "7",
+    ]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     // codes: round(0/0.5)+1 = 1, round(0.5)+1 = 2, -2+1 = -1, saturated 127.
     let y = read_npy(out.join("y_0.npy")).unwrap();
     assert_eq!(y.shape, vec![1, 4]);
     assert_eq!(y.data, TensorData::F32(vec![0.25, 0.5, -0.25, 31.75]));
 
-    let raw = nnac(&["run", s(&prog), "--input", &format!("x={}", s(&x)), "--output-dir", s(&out), "--raw"]);
+    let raw = nnac(&[
+        "run",
+        s(&prog),
+        "--input",
+        &format!("x={}", s(&x)),
+        "--output-dir",
+        s(&out),
+        "--raw",
+    ]);
     assert!(raw.status.success());
-    assert_eq!(read_npy(out.join("y_0.npy")).unwrap().data, TensorData::I8(vec![1, 2, -1, 127]));
+    assert_eq!(
+        read_npy(out.join("y_0.npy")).unwrap().data,
+        TensorData::I8(vec![1, 2, -1, 127])
+    );
 }
 
 #[test]
@@ -90,11 +115,22 @@ fn a_leading_dimension_runs_several_frames() {
     let prog = copy_program(&d);
     let x = d.join("x.npy");
     write_f32(&x, vec![3, 1, 4], (0..12).map(|i| i as f32 * 0.5).collect());
-    let r = nnac(&["run", s(&prog), "--input", &format!("x={}", s(&x)), "--output-dir", s(&d), "--raw"]);
+    let r = nnac(&[
+        "run",
+        s(&prog),
+        "--input",
+        &format!("x={}", s(&x)),
+        "--output-dir",
+        s(&d),
+        "--raw",
+    ]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let y = read_npy(d.join("y_0.npy")).unwrap();
     assert_eq!(y.shape, vec![3, 1, 4]);
-    assert_eq!(y.data, TensorData::I8((0..12).map(|i| i as i8 + 1).collect()));
+    assert_eq!(
+        y.data,
+        TensorData::I8((0..12).map(|i| i as i8 + 1).collect())
+    );
 }
 
 #[test]
@@ -110,14 +146,45 @@ fn errors_exit_1_and_write_nothing() {
     write_f32(&x, vec![1, 4], vec![0.0; 4]);
     for args in [
         vec!["run", s(&prog), "--output-dir", s(&out)],
-        vec!["run", s(&prog), "--input", &format!("x={}", s(&bad)), "--output-dir", s(&out)],
-        vec!["run", s(&prog), "--input", &format!("z={}", s(&x)), "--output-dir", s(&out)],
-        vec!["run", s(&prog), "--input", &format!("x={}", s(&x)), "--hw", s(&hw), "--output-dir", s(&out)],
+        vec![
+            "run",
+            s(&prog),
+            "--input",
+            &format!("x={}", s(&bad)),
+            "--output-dir",
+            s(&out),
+        ],
+        vec![
+            "run",
+            s(&prog),
+            "--input",
+            &format!("z={}", s(&x)),
+            "--output-dir",
+            s(&out),
+        ],
+        vec![
+            "run",
+            s(&prog),
+            "--input",
+            &format!("x={}", s(&x)),
+            "--hw",
+            s(&hw),
+            "--output-dir",
+            s(&out),
+        ],
         vec!["run", s(&d.join("missing.nnab")), "--output-dir", s(&out)],
     ] {
         let r = nnac(&args);
-        assert_eq!(r.status.code(), Some(1), "{args:?}: {}", String::from_utf8_lossy(&r.stderr));
+        assert_eq!(
+            r.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
         assert!(!r.stderr.is_empty());
-        assert!(!out.join("y_0.npy").exists(), "{args:?} left an output file");
+        assert!(
+            !out.join("y_0.npy").exists(),
+            "{args:?} left an output file"
+        );
     }
 }

@@ -1,5 +1,9 @@
 pub mod asm;
 pub mod common;
+pub mod compile;
 pub mod disasm;
 pub mod eval;
+pub mod frames;
 pub mod inspect;
+pub mod run;
+pub mod verify;

@@ -4,15 +4,18 @@
 //!
 //! Inputs are float32 `.npy` files in the model's own layout and shape (quantized on
 //! the way in: `code = round_half_away(x / scale) + zero_point`, saturated; NaN gives
-//! the zero point), or int8/uint8 `.npy` files of the descriptor's type taken as raw
-//! codes. An input with one extra leading dimension N runs N frames; the outputs are
-//! then stacked the same way. Outputs are written as `DIR/<name>.npy`, dequantized to
+//! the zero point), int8/uint8 `.npy` files of the descriptor's type taken as raw
+//! codes, PNG/JPEG images (preprocessed by `--mean/--scale/--bgr/--resize` as in
+//! `compile --calib`), or a directory of such files (one frame each). An `.npy` with
+//! one extra leading dimension N runs N frames; the outputs are then stacked the same
+//! way (also for a directory). Outputs are written as `DIR/<name>.npy`, dequantized to
 //! float32 (`scale * (code - zero_point)`), or as raw codes with `--raw`. Nothing is
 //! written unless every frame ran.
 
+use super::frames::{load_frames, Preprocess};
 use crate::error::{write_atomic, CliError};
 use nnac_interp::npy::{encode_npy, read_npy};
-use nnac_ir::{Tensor, TensorData};
+use nnac_ir::{Tensor, TensorData, TensorType};
 use nnac_isa::{HwConfig, IoDesc, IoDtype, Program};
 use nnac_runtime_sim::{Output, RunOptions, RunStats, Schedule, Simulator};
 use std::path::{Path, PathBuf};
@@ -31,7 +34,8 @@ pub enum ScheduleArg {
 pub struct Args {
     /// Program container (.nnab).
     pub program: PathBuf,
-    /// A program input: NAME=FILE.npy (repeatable, one per input).
+    /// A program input: NAME=FILE.npy, NAME=IMAGE.png|jpg or NAME=DIR (repeatable, one
+    /// per input).
     #[arg(long = "input", value_name = "NAME=FILE")]
     pub inputs: Vec<String>,
     /// Directory for the output .npy files (created if missing).
@@ -50,13 +54,15 @@ pub struct Args {
     /// for exactly this configuration. Default: the program's own.
     #[arg(long, value_name = "FILE")]
     pub hw: Option<PathBuf>,
+    #[command(flatten)]
+    pub pre: Preprocess,
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
     let bytes = std::fs::read(&args.program)
         .map_err(|e| CliError::user(format!("cannot read {}: {e}", args.program.display())))?;
-    let program =
-        Program::read(&bytes).map_err(|e| CliError::user(format!("{}: {e}", args.program.display())))?;
+    let program = Program::read(&bytes)
+        .map_err(|e| CliError::user(format!("{}: {e}", args.program.display())))?;
     let hw = match &args.hw {
         Some(p) => Some(HwConfig::from_toml_file(p).map_err(|e| CliError::user(e.to_string()))?),
         None => None,
@@ -66,13 +72,18 @@ pub fn run(args: Args) -> Result<(), CliError> {
         ScheduleArg::Eager => Schedule::Eager,
         ScheduleArg::Random => Schedule::Random { seed: args.seed },
     };
-    let sim = Simulator::new(&program, &RunOptions { schedule, hw }).map_err(sim_err(&args.program))?;
-    let frames = load_inputs(&sim, &args.inputs)?;
+    let sim =
+        Simulator::new(&program, &RunOptions { schedule, hw }).map_err(sim_err(&args.program))?;
+    let frames = load_inputs(&sim, &args.inputs, &args.pre)?;
     let mut results: Vec<Vec<Output>> = Vec::with_capacity(frames.frames.len());
     let mut stats = RunStats::default();
     for (n, frame) in frames.frames.iter().enumerate() {
         let r = sim.run(frame).map_err(|e| {
-            let at = if frames.stacked { format!(" (frame {n})") } else { String::new() };
+            let at = if frames.stacked {
+                format!(" (frame {n})")
+            } else {
+                String::new()
+            };
             CliError::user(format!("{}{at}: {e}", args.program.display()))
         })?;
         stats.merge(&r.stats);
@@ -97,12 +108,16 @@ struct Frames {
 
 fn parse_input_arg(s: &str) -> Result<(String, PathBuf), CliError> {
     match s.split_once('=') {
-        Some((name, file)) if !name.is_empty() && !file.is_empty() => Ok((name.to_string(), PathBuf::from(file))),
-        _ => Err(CliError::user(format!("--input '{s}': expected NAME=FILE.npy"))),
+        Some((name, file)) if !name.is_empty() && !file.is_empty() => {
+            Ok((name.to_string(), PathBuf::from(file)))
+        }
+        _ => Err(CliError::user(format!(
+            "--input '{s}': expected NAME=FILE.npy"
+        ))),
     }
 }
 
-fn load_inputs(sim: &Simulator, args: &[String]) -> Result<Frames, CliError> {
+fn load_inputs(sim: &Simulator, args: &[String], pre: &Preprocess) -> Result<Frames, CliError> {
     let mut given: Vec<(String, PathBuf)> = Vec::new();
     for a in args {
         let (name, file) = parse_input_arg(a)?;
@@ -111,7 +126,10 @@ fn load_inputs(sim: &Simulator, args: &[String]) -> Result<Frames, CliError> {
         }
         if !sim.inputs().any(|d| d.name == name) {
             let known: Vec<&str> = sim.inputs().map(|d| d.name.as_str()).collect();
-            return Err(CliError::user(format!("the program has no input '{name}' (inputs: {})", known.join(", "))));
+            return Err(CliError::user(format!(
+                "the program has no input '{name}' (inputs: {})",
+                known.join(", ")
+            )));
         }
         given.push((name, file));
     }
@@ -121,8 +139,18 @@ fn load_inputs(sim: &Simulator, args: &[String]) -> Result<Frames, CliError> {
             .iter()
             .find(|(n, _)| *n == d.name)
             .ok_or_else(|| CliError::user(format!("missing --input {}=FILE.npy", d.name)))?;
-        let t = read_npy(file).map_err(|e| CliError::user(e.to_string()))?;
-        let (frames, stacked) = quantize_input(d, &t).map_err(|m| CliError::user(format!("{}: {m}", file.display())))?;
+        let (frames, stacked) = if file.extension().and_then(|e| e.to_str()) == Some("npy") {
+            let t = read_npy(file).map_err(|e| CliError::user(e.to_string()))?;
+            quantize_input(d, &t).map_err(|m| CliError::user(format!("{}: {m}", file.display())))?
+        } else {
+            let shape: Vec<usize> = d.shape.iter().map(|&s| s as usize).collect();
+            let floats = load_frames(file, &d.name, &TensorType::f32(shape), pre)?;
+            let codes = floats
+                .iter()
+                .map(|t| t.to_f32_vec().iter().map(|&x| quantize(x, d)).collect())
+                .collect();
+            (codes, file.is_dir())
+        };
         per_input.push((d.name.clone(), frames, stacked));
     }
     let counts: Vec<(usize, bool)> = per_input.iter().map(|(_, f, s)| (f.len(), *s)).collect();
@@ -131,14 +159,26 @@ fn load_inputs(sim: &Simulator, args: &[String]) -> Result<Frames, CliError> {
             "inputs disagree on the number of frames (leading dimension): {}",
             per_input
                 .iter()
-                .map(|(n, f, s)| format!("{n}: {}", if *s { f.len().to_string() } else { "unstacked".into() }))
+                .map(|(n, f, s)| format!(
+                    "{n}: {}",
+                    if *s {
+                        f.len().to_string()
+                    } else {
+                        "unstacked".into()
+                    }
+                ))
                 .collect::<Vec<_>>()
                 .join(", ")
         )));
     }
     let (n, stacked) = counts.first().copied().unwrap_or((1, false));
     let frames = (0..n)
-        .map(|i| per_input.iter().map(|(name, f, _)| (name.clone(), f[i].clone())).collect())
+        .map(|i| {
+            per_input
+                .iter()
+                .map(|(name, f, _)| (name.clone(), f[i].clone()))
+                .collect()
+        })
         .collect();
     Ok(Frames { frames, stacked })
 }
@@ -147,7 +187,11 @@ fn load_inputs(sim: &Simulator, args: &[String]) -> Result<Frames, CliError> {
 /// the zero point.
 pub fn quantize(x: f32, d: &IoDesc) -> u8 {
     let (lo, hi) = d.dtype.zero_range();
-    let q = if x.is_nan() { 0.0 } else { (f64::from(x) / f64::from(d.scale)).round() };
+    let q = if x.is_nan() {
+        0.0
+    } else {
+        (f64::from(x) / f64::from(d.scale)).round()
+    };
     let v = (q + f64::from(d.zero_point)).clamp(f64::from(lo), f64::from(hi)) as i32;
     v as u8
 }
@@ -188,14 +232,22 @@ fn quantize_input(d: &IoDesc, t: &Tensor) -> Result<(Vec<Vec<u8>>, bool), String
 }
 
 /// One tensor per program output, frames stacked when the inputs were.
-fn stack_outputs(sim: &Simulator, results: &[Vec<Output>], stacked: bool, raw: bool) -> Result<Vec<(String, Tensor)>, CliError> {
+fn stack_outputs(
+    sim: &Simulator,
+    results: &[Vec<Output>],
+    stacked: bool,
+    raw: bool,
+) -> Result<Vec<(String, Tensor)>, CliError> {
     let mut out = Vec::new();
     for (k, d) in sim.outputs().enumerate() {
         let mut shape: Vec<usize> = d.shape.iter().map(|&s| s as usize).collect();
         if stacked {
             shape.insert(0, results.len());
         }
-        let codes: Vec<u8> = results.iter().flat_map(|r| r[k].data.iter().copied()).collect();
+        let codes: Vec<u8> = results
+            .iter()
+            .flat_map(|r| r[k].data.iter().copied())
+            .collect();
         let data = match (raw, d.dtype) {
             (true, IoDtype::Int8) => TensorData::I8(codes.iter().map(|&b| b as i8).collect()),
             (true, IoDtype::Uint8) => TensorData::U8(codes),
@@ -203,14 +255,22 @@ fn stack_outputs(sim: &Simulator, results: &[Vec<Output>], stacked: bool, raw: b
                 codes
                     .iter()
                     .map(|&b| {
-                        let v = if dt == IoDtype::Int8 { i32::from(b as i8) } else { i32::from(b) };
+                        let v = if dt == IoDtype::Int8 {
+                            i32::from(b as i8)
+                        } else {
+                            i32::from(b)
+                        };
                         d.scale * (v - d.zero_point) as f32
                     })
                     .collect(),
             ),
         };
-        let t = Tensor::new(shape, data)
-            .ok_or_else(|| CliError::internal(format!("output '{}' has the wrong number of elements", d.name)))?;
+        let t = Tensor::new(shape, data).ok_or_else(|| {
+            CliError::internal(format!(
+                "output '{}' has the wrong number of elements",
+                d.name
+            ))
+        })?;
         out.push((d.name.clone(), t));
     }
     Ok(out)
@@ -220,7 +280,13 @@ fn stack_outputs(sim: &Simulator, results: &[Vec<Output>], stacked: bool, raw: b
 pub fn file_name(name: &str) -> String {
     let safe: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     format!("{safe}.npy")
 }
@@ -229,9 +295,13 @@ fn write_outputs(dir: &Path, tensors: &[(String, Tensor)]) -> Result<(), CliErro
     let mut names: Vec<String> = tensors.iter().map(|(n, _)| file_name(n)).collect();
     names.sort();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err(CliError::user(format!("two outputs map to the same file name {}", w[0])));
+        return Err(CliError::user(format!(
+            "two outputs map to the same file name {}",
+            w[0]
+        )));
     }
-    std::fs::create_dir_all(dir).map_err(|e| CliError::user(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::user(format!("cannot create {}: {e}", dir.display())))?;
     let mut written: Vec<PathBuf> = Vec::new();
     for (name, t) in tensors {
         let path = dir.join(file_name(name));
@@ -247,7 +317,10 @@ fn write_outputs(dir: &Path, tensors: &[(String, Tensor)]) -> Result<(), CliErro
 }
 
 fn report(stats: &RunStats, frames: usize, tensors: &[(String, Tensor)]) {
-    let names: Vec<String> = tensors.iter().map(|(n, t)| format!("{n} {:?}", t.shape)).collect();
+    let names: Vec<String> = tensors
+        .iter()
+        .map(|(n, t)| format!("{n} {:?}", t.shape))
+        .collect();
     println!(
         "ran {frames} frame(s): {} instructions ({} DMA, {} compute), {} MACs, {} DMA bytes; outputs: {}",
         stats.instructions,

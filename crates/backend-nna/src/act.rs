@@ -37,16 +37,22 @@ impl Act {
         let Some(Quant::PerTensor { scale, zero_point }) = t.quant else {
             return Err(not_q("no per-tensor quantization".into()));
         };
+        let unsupported =
+            |detail: String| BackendError::Unsupported(vec![(node.to_string(), detail)]);
         let (c, h, w) = match t.shape.as_slice() {
             [1, c, h, w] => (*c, *h, *w),
             [1, k] => (*k, 1, 1),
-            s => return Err(not_q(format!("shape {s:?} is not [1,C,H,W] or [1,K]"))),
+            s => {
+                return Err(unsupported(format!(
+                    "activation shape {s:?} is not [1,C,H,W] or [1,K]"
+                )))
+            }
         };
         let dim = |v: usize| {
             u32::try_from(v)
                 .ok()
                 .filter(|&v| (1..=65535).contains(&v))
-                .ok_or_else(|| not_q(format!("dimension {v} out of 1..=65535")))
+                .ok_or_else(|| unsupported(format!("dimension {v} out of 1..=65535")))
         };
         let (c, h, w) = (dim(c)?, dim(h)?, dim(w)?);
         let pix_pitch = c.div_ceil(PIX_ALIGN) * PIX_ALIGN;

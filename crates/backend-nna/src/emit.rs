@@ -2,17 +2,25 @@
 //! every instruction is checked with `nnac_isa::checks::check_instr`.
 
 use crate::error::{emit_err, BackendError};
-use crate::job::{DotOpcode, Job, JobKind, Tile};
+use crate::job::{DotOpcode, Job, JobKind, Loc, Tile};
+use crate::sync::Access;
 use nnac_isa::checks::check_instr;
 use nnac_isa::{HwConfig, Instr};
 
 /// SRAM address of buffer `b` plus `off`, as the 28-bit field type.
-fn addr(addrs: &[u64], b: usize, off: u64) -> u32 {
+fn addr(addrs: &[u64], loc: Loc, off: u64) -> u32 {
     // Placement keeps every buffer below `sram_bytes` <= 2^28, so this fits.
-    (addrs[b] + off) as u32
+    (addrs[loc.0] + loc.1 + off) as u32
 }
 
-fn dot_tile(t: &nnac_isa::DotProduct, addrs: &[u64], bufs: &[usize; 5], block: u32, cols: u32, tile: &Tile) -> nnac_isa::DotProduct {
+fn dot_tile(
+    t: &nnac_isa::DotProduct,
+    addrs: &[u64],
+    bufs: &[Loc; 5],
+    block: u32,
+    cols: u32,
+    tile: &Tile,
+) -> nnac_isa::DotProduct {
     let mut d = t.clone();
     let oc = u64::from(tile.c_start);
     d.in_addr = addr(addrs, bufs[0], 0);
@@ -30,14 +38,14 @@ fn dot_tile(t: &nnac_isa::DotProduct, addrs: &[u64], bufs: &[usize; 5], block: u
 /// The instructions of one job.
 fn job_instrs(job: &Job, addrs: &[u64], hw: &HwConfig) -> Vec<Instr> {
     match &job.kind {
-        JobKind::Read { buf, dma } => {
+        JobKind::Read { loc, dma } => {
             let mut d = dma.clone();
-            d.sram_addr = addr(addrs, *buf, u64::from(dma.sram_addr));
+            d.sram_addr = addr(addrs, *loc, u64::from(dma.sram_addr));
             vec![Instr::DmaRead(d)]
         }
-        JobKind::Write { buf, dma } => {
+        JobKind::Write { loc, dma } => {
             let mut d = dma.clone();
-            d.sram_addr = addr(addrs, *buf, u64::from(dma.sram_addr));
+            d.sram_addr = addr(addrs, *loc, u64::from(dma.sram_addr));
             vec![Instr::DmaWrite(d)]
         }
         JobKind::Dot {
@@ -85,17 +93,29 @@ fn job_instrs(job: &Job, addrs: &[u64], hw: &HwConfig) -> Vec<Instr> {
     }
 }
 
-/// All instructions (without flags and STOP), checked.
-pub fn emit(jobs: &[Job], addrs: &[u64], hw: &HwConfig) -> Result<Vec<Instr>, BackendError> {
+/// All instructions (without flags and STOP), checked, with the buffers each one
+/// reads and writes.
+pub fn emit(
+    jobs: &[Job],
+    addrs: &[u64],
+    hw: &HwConfig,
+) -> Result<(Vec<Instr>, Vec<Access>), BackendError> {
     let mut out = Vec::new();
+    let mut access = Vec::new();
     for job in jobs {
+        let (reads, writes) = job.kind.access();
         for ins in job_instrs(job, addrs, hw) {
-            check_instr(&ins, hw).map_err(|e| emit_err(&job.node, format!("{}: {e}", ins.mnemonic())))?;
+            access.push(Access {
+                reads: reads.clone(),
+                writes: writes.clone(),
+            });
+            check_instr(&ins, hw)
+                .map_err(|e| emit_err(&job.node, format!("{}: {e}", ins.mnemonic())))?;
             let mut scratch = Vec::new();
             ins.encode_into(&mut scratch)
                 .map_err(|e| emit_err(&job.node, format!("{}: {}", ins.mnemonic(), e.message)))?;
             out.push(ins);
         }
     }
-    Ok(out)
+    Ok((out, access))
 }

@@ -1,5 +1,5 @@
 //! Jobs: what each layer emits, with SRAM buffers named by index (addresses are
-//! filled in after placement, by [`crate::emit`]).
+//! filled in after placement, by `emit.rs`).
 
 use nnac_isa::{Dma, DotProduct, Eltwise, Scale};
 
@@ -12,6 +12,9 @@ pub struct Tile {
     pub c_count: u32,
 }
 
+/// A place in SRAM: buffer index and byte offset in it.
+pub type Loc = (usize, u64);
+
 /// Which dot-product opcode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DotOpcode {
@@ -22,15 +25,15 @@ pub enum DotOpcode {
 
 #[derive(Debug, Clone)]
 pub enum JobKind {
-    /// DRAM to SRAM buffer `buf` (the template's `sram_addr` is the offset in it).
-    Read { buf: usize, dma: Dma },
-    /// SRAM buffer `buf` to DRAM.
-    Write { buf: usize, dma: Dma },
+    /// DRAM to SRAM at `loc` (plus the template's `sram_addr`).
+    Read { loc: Loc, dma: Dma },
+    /// SRAM at `loc` to DRAM.
+    Write { loc: Loc, dma: Dma },
     Dot {
         opcode: DotOpcode,
         t: DotProduct,
         /// Buffers: input, weights, output, bias, channel table.
-        bufs: [usize; 5],
+        bufs: [Loc; 5],
         /// Bytes of one weight block (`K * mac_cols`).
         block: u32,
         tiles: Vec<Tile>,
@@ -38,15 +41,33 @@ pub enum JobKind {
     Scale {
         t: Scale,
         /// Buffers: input, output, channel table.
-        bufs: [usize; 3],
+        bufs: [Loc; 3],
         tiles: Vec<Tile>,
     },
     Eltwise {
         t: Eltwise,
         /// Buffers: a, b, output, channel table.
-        bufs: [usize; 4],
+        bufs: [Loc; 4],
         tiles: Vec<Tile>,
     },
+}
+
+impl JobKind {
+    /// Buffers the job's instructions read and write (whole buffers: conservative).
+    pub fn access(&self) -> (Vec<usize>, Vec<usize>) {
+        match self {
+            JobKind::Read { loc, .. } => (vec![], vec![loc.0]),
+            JobKind::Write { loc, .. } => (vec![loc.0], vec![]),
+            JobKind::Dot { bufs, .. } => (
+                vec![bufs[0].0, bufs[1].0, bufs[3].0, bufs[4].0],
+                vec![bufs[2].0],
+            ),
+            JobKind::Scale { bufs, .. } => (vec![bufs[0].0, bufs[2].0], vec![bufs[1].0]),
+            JobKind::Eltwise { bufs, .. } => {
+                (vec![bufs[0].0, bufs[1].0, bufs[3].0], vec![bufs[2].0])
+            }
+        }
+    }
 }
 
 /// A job and the layer it belongs to.

@@ -5,7 +5,7 @@
 use crate::act::Act;
 use crate::alloc::Buffer;
 use crate::error::BackendError;
-use crate::job::{Job, JobKind};
+use crate::job::{Job, JobKind, Loc};
 use nnac_ir::{Graph, NnaOp, NodeId, Op, Value};
 use nnac_isa::{Dma, HwConfig, IoDesc, IoDir, IoDtype, IoLayout};
 use std::collections::BTreeMap;
@@ -23,6 +23,9 @@ pub struct Lowered {
     pub io: Vec<IoDesc>,
     /// `(layer, mnemonic, tiles)` of every compute layer.
     pub layers: Vec<(String, String, usize)>,
+    /// Dot-product layers whose worst-case accumulator (any input codes) exceeds
+    /// `acc_bits`.
+    pub acc_risk: Vec<String>,
 }
 
 /// An activation value: its layout and buffer.
@@ -30,6 +33,14 @@ pub struct Lowered {
 pub struct Placed {
     pub act: Act,
     pub buf: usize,
+    /// Byte offset of the tensor in its buffer (a concatenation slot).
+    pub off: u64,
+}
+
+impl Placed {
+    pub fn loc(&self) -> Loc {
+        (self.buf, self.off)
+    }
 }
 
 pub struct Walk<'g> {
@@ -42,6 +53,8 @@ pub struct Walk<'g> {
     pub unsupported: Vec<(String, String)>,
     /// Job index of the DMA of every I/O descriptor.
     io_jobs: Vec<usize>,
+    /// Producers that write straight into a concatenation: `(concat, channel offset)`.
+    slots: BTreeMap<NodeId, (NodeId, u32)>,
 }
 
 impl<'g> Walk<'g> {
@@ -56,11 +69,13 @@ impl<'g> Walk<'g> {
                 dram: Vec::new(),
                 io: Vec::new(),
                 layers: Vec::new(),
+                acc_risk: Vec::new(),
             },
             vals: BTreeMap::new(),
             step: 0,
             unsupported: Vec::new(),
             io_jobs: Vec::new(),
+            slots: BTreeMap::new(),
         }
     }
 
@@ -91,9 +106,12 @@ impl<'g> Walk<'g> {
         at
     }
 
-    /// A parameter buffer of the current layer, loaded from the DRAM image.
+    /// A parameter buffer of the current layer, loaded from the DRAM image. It is
+    /// live from the previous step on, so that it does not reuse the previous layer's
+    /// buffers and its DMA can run while the previous layer computes (prefetch).
     pub fn param(&mut self, node: &str, bytes: &[u8]) -> usize {
         let buf = self.new_buf(node, bytes.len() as u64);
+        self.out.bufs[buf].first = self.step.saturating_sub(1);
         let at = self.dram_part(bytes);
         let mut off = 0u64;
         while off < bytes.len() as u64 {
@@ -109,21 +127,145 @@ impl<'g> Walk<'g> {
             };
             self.out.jobs.push(Job {
                 node: node.to_string(),
-                kind: JobKind::Read { buf, dma },
+                kind: JobKind::Read { loc: (buf, 0), dma },
             });
             off += len;
         }
         buf
     }
 
-    /// The output activation of `id`, in a new buffer.
+    /// The output activation of `id`: a new buffer, or its slot in a concatenation.
     pub fn define(&mut self, id: NodeId) -> Result<Placed, BackendError> {
         let node = self.g.node(id);
-        let act = Act::of(&node.name, &node.outputs[0])?;
-        let buf = self.new_buf(&node.name, act.bytes());
-        let p = Placed { act, buf };
+        let mut act = Act::of(&node.name, &node.outputs[0])?;
+        let p = match self.slots.get(&id).copied() {
+            Some((cat, c_off)) => {
+                if !self.vals.contains_key(&cat) {
+                    let cat_act = Act::of(&self.g.node(cat).name, &self.g.node(cat).outputs[0])?;
+                    let buf = self.new_buf(&self.g.node(cat).name.clone(), cat_act.bytes());
+                    let whole = Placed {
+                        act: cat_act,
+                        buf,
+                        off: 0,
+                    };
+                    self.vals.insert(cat, whole);
+                }
+                let whole = self.use_value(Value::new(cat, 0)).expect("just placed");
+                act.pix_pitch = whole.act.pix_pitch;
+                act.row_pitch = whole.act.row_pitch;
+                Placed {
+                    act,
+                    buf: whole.buf,
+                    off: u64::from(c_off),
+                }
+            }
+            None => {
+                let buf = self.new_buf(&node.name, act.bytes());
+                Placed { act, buf, off: 0 }
+            }
+        };
         self.vals.insert(id, p.clone());
         Ok(p)
+    }
+
+    /// Finds the concatenation inputs whose producers can write into the
+    /// concatenation in place (NNA compute ops used only by it, same quantization).
+    fn plan_concats(&mut self) {
+        for id in self.g.node_ids() {
+            let Op::Nna(NnaOp::Concat { axis: 1 }) = self.g.node(id).op else {
+                continue;
+            };
+            let out_t = &self.g.node(id).outputs[0];
+            let mut c_off = 0u32;
+            for v in self.g.node_inputs(id) {
+                let t = self.g.value_type(v);
+                let prod = &self.g.node(v.node).op;
+                let ok = matches!(
+                    prod,
+                    Op::Nna(NnaOp::Dot(_) | NnaOp::Scale(_) | NnaOp::Eltwise(_))
+                ) && self.g.users(v).len() == 1
+                    && !self.g.is_output(v)
+                    && t.shape.len() == 4
+                    && out_t.shape.len() == 4
+                    && t.dtype == out_t.dtype
+                    && t.quant == out_t.quant;
+                if ok {
+                    self.slots.insert(v.node, (id, c_off));
+                }
+                c_off += t.shape.get(1).copied().unwrap_or(0) as u32;
+            }
+        }
+    }
+
+    /// A channel concatenation: the in-place producers already wrote their slots;
+    /// every other input is copied into its slot by a SCALE (`r0 = code - zp + zp`).
+    fn concat(&mut self, id: NodeId, axis: usize) -> Result<(), String> {
+        if axis != 1 || self.g.node(id).outputs[0].shape.len() != 4 {
+            return Err(format!(
+                "nna.concat on axis {axis} (only channels of a 4-D tensor)"
+            ));
+        }
+        if !self.vals.contains_key(&id) {
+            let name = self.g.node(id).name.clone();
+            let act = Act::of(&name, &self.g.node(id).outputs[0]).map_err(|e| e.to_string())?;
+            let buf = self.new_buf(&name, act.bytes());
+            self.vals.insert(id, Placed { act, buf, off: 0 });
+        }
+        let cat = self.use_value(Value::new(id, 0)).expect("placed above");
+        let mut c_off = 0u32;
+        for v in self.g.node_inputs(id) {
+            let src = self.use_value(v).ok_or("input is not an activation")?;
+            if self.slots.get(&v.node) != Some(&(id, c_off)) {
+                self.copy_into(id, &src, &cat, c_off)?;
+            }
+            c_off += src.act.c;
+        }
+        Ok(())
+    }
+
+    /// SCALE copying `src` into channels `c_off..` of `dst`.
+    fn copy_into(
+        &mut self,
+        id: NodeId,
+        src: &Placed,
+        dst: &Placed,
+        c_off: u32,
+    ) -> Result<(), String> {
+        let (a, d) = (&src.act, &dst.act);
+        if a.signed != d.signed || a.zero_point != d.zero_point || a.scale != d.scale {
+            return Err("concatenation input with a different quantization".into());
+        }
+        let zp = nnac_isa::Alu {
+            bsrc: nnac_isa::BSrc::Imm,
+            imm: a.zero_point,
+            ..nnac_isa::Alu::default()
+        };
+        let t = nnac_isa::Scale {
+            h: a.h,
+            w: a.w,
+            c: a.c,
+            in_row_pitch: a.row_pitch,
+            in_pix_pitch: a.pix_pitch,
+            out_row_pitch: d.row_pitch,
+            out_pix_pitch: d.pix_pitch,
+            in_signed: a.signed,
+            out_signed: d.signed,
+            in_zero: i16::try_from(a.zero_point).map_err(|_| "zero point out of range")?,
+            simd: vec![nnac_isa::SimdInstr::Iadd(zp)],
+            ..nnac_isa::Scale::default()
+        };
+        let tiles = crate::job::tiles(a.pixels(), a.c, self.tile_pixels, self.hw.mac_cols);
+        let name = self.g.node(id).name.clone();
+        // The SCALE reads no channel table; any buffer will do for its address.
+        let bufs = [src.loc(), (dst.buf, dst.off + u64::from(c_off)), src.loc()];
+        self.out
+            .layers
+            .push((name.clone(), "SCALE".into(), tiles.len()));
+        self.out.jobs.push(Job {
+            node: name,
+            kind: JobKind::Scale { t, bufs, tiles },
+        });
+        Ok(())
     }
 
     fn unsupported(&mut self, id: NodeId, why: impl Into<String>) {
@@ -139,6 +281,7 @@ impl<'g> Walk<'g> {
             .g
             .topo_order()
             .map_err(|e| BackendError::Invalid(vec![format!("{}: {}", e.node, e.msg)]))?;
+        self.plan_concats();
         for &id in &order {
             if matches!(self.g.node(id).op, Op::Input) {
                 self.input(id)?;
@@ -163,7 +306,9 @@ impl<'g> Walk<'g> {
         for (d, &j) in self.out.io.iter_mut().zip(&self.io_jobs) {
             d.dram_addr = end.div_ceil(DRAM_ALIGN) * DRAM_ALIGN;
             end = d.dram_addr + io_bytes(d);
-            if let JobKind::Read { dma, .. } | JobKind::Write { dma, .. } = &mut self.out.jobs[j].kind {
+            if let JobKind::Read { dma, .. } | JobKind::Write { dma, .. } =
+                &mut self.out.jobs[j].kind
+            {
                 dma.dram_addr = d.dram_addr;
             }
         }
@@ -177,8 +322,12 @@ impl<'g> Walk<'g> {
             Op::Nna(NnaOp::Dot(d)) => self.dot(id, d),
             Op::Nna(NnaOp::Scale(s)) => self.scale(id, s),
             Op::Nna(NnaOp::Eltwise(e)) => self.eltwise(id, e),
+            Op::Nna(NnaOp::Concat { axis }) => self.concat(id, *axis),
             Op::Nna(other) => Err(format!("{} is not lowered yet", other.mnemonic())),
-            other => Err(format!("{} is not an op of the quantized NNA IR", other.mnemonic())),
+            other => Err(format!(
+                "{} is not an op of the quantized NNA IR",
+                other.mnemonic()
+            )),
         };
         match res {
             Ok(()) => Ok(()),
@@ -205,7 +354,9 @@ impl<'g> Walk<'g> {
         if p.act.pixels() != 1 && !only_inner {
             return Err("flatten of a spatial tensor read by a non-inner-product op".into());
         }
-        if out_t.quant != self.g.value_type(src).quant || out_t.dtype != self.g.value_type(src).dtype {
+        if out_t.quant != self.g.value_type(src).quant
+            || out_t.dtype != self.g.value_type(src).dtype
+        {
             return Err("reshape changes the quantization".into());
         }
         self.vals.insert(id, p);
@@ -215,13 +366,18 @@ impl<'g> Walk<'g> {
     fn input(&mut self, id: NodeId) -> Result<(), BackendError> {
         let p = self.define(id)?;
         let name = self.g.node(id).name.clone();
-        let desc = self.io_desc(&name, IoDir::Input, &p.act, &self.g.node(id).outputs[0].shape);
+        let desc = self.io_desc(
+            &name,
+            IoDir::Input,
+            &p.act,
+            &self.g.node(id).outputs[0].shape,
+        );
         let dma = Self::act_dma(&p.act, desc.dram_addr);
         self.out.io.push(desc);
         self.io_jobs.push(self.out.jobs.len());
         self.out.jobs.push(Job {
             node: name,
-            kind: JobKind::Read { buf: p.buf, dma },
+            kind: JobKind::Read { loc: p.loc(), dma },
         });
         Ok(())
     }
@@ -229,7 +385,10 @@ impl<'g> Walk<'g> {
     fn outputs(&mut self) -> Result<(), BackendError> {
         for o in self.g.outputs().to_vec() {
             let p = self.use_value(o.value).ok_or_else(|| {
-                BackendError::Unsupported(vec![(o.name.clone(), "graph output is not an activation".into())])
+                BackendError::Unsupported(vec![(
+                    o.name.clone(),
+                    "graph output is not an activation".into(),
+                )])
             })?;
             let shape = self.g.value_type(o.value).shape.clone();
             let desc = self.io_desc(&o.name, IoDir::Output, &p.act, &shape);
@@ -238,7 +397,7 @@ impl<'g> Walk<'g> {
             self.io_jobs.push(self.out.jobs.len());
             self.out.jobs.push(Job {
                 node: o.name.clone(),
-                kind: JobKind::Write { buf: p.buf, dma },
+                kind: JobKind::Write { loc: p.loc(), dma },
             });
         }
         Ok(())
@@ -270,7 +429,11 @@ impl<'g> Walk<'g> {
         IoDesc {
             name: name.to_string(),
             dir,
-            dtype: if a.signed { IoDtype::Int8 } else { IoDtype::Uint8 },
+            dtype: if a.signed {
+                IoDtype::Int8
+            } else {
+                IoDtype::Uint8
+            },
             shape: shape.iter().map(|&d| d as u32).collect(),
             dram_addr: 0,
             layout,

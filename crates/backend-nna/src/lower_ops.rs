@@ -2,12 +2,21 @@
 //! ELTWISE. Each builds its parameter buffers, an instruction template and its tiles.
 
 use crate::job::{tiles, DotOpcode, Job, JobKind};
-use crate::lower::Walk;
-use crate::params::{chan_table, i32_bytes, weight_blocks};
+use crate::lower::{Placed, Walk};
+use crate::params::{acc_bound, chan_table, i32_bytes, weight_blocks};
 use crate::simd::int_requant;
 use nnac_ir::{DotKind, DotOp, EltwiseOp, NodeId, PoolKind as IrPool, PoolStage, ScaleOp, Value};
 use nnac_isa::checks::DotKind as IsaDot;
 use nnac_isa::{DotProduct, EltOp, Eltwise, PoolKind, Scale};
+
+/// Parameter images of one dot-product layer.
+struct DotParams {
+    weights: Vec<u8>,
+    bias: Vec<i32>,
+    entries: Vec<[i32; 4]>,
+    /// Bytes of one weight block.
+    block: u32,
+}
 
 fn u32_of(v: usize, what: &str) -> Result<u32, String> {
     u32::try_from(v).map_err(|_| format!("{what} {v} too large"))
@@ -41,7 +50,6 @@ impl Walk<'_> {
 
     pub(crate) fn dot(&mut self, id: NodeId, d: &DotOp) -> Result<(), String> {
         let ins = self.g.node_inputs(id);
-        let name = self.g.node(id).name.clone();
         let x = self.use_value(ins[0]).ok_or("input is not an activation")?;
         let w = self.int8_codes(ins[1], "weight")?;
         let bias = self.int32_codes(ins[2], "bias")?;
@@ -110,9 +118,37 @@ impl Walk<'_> {
             _ => weight_blocks(out_c, k, cols, |oc, i| w[oc * k + i]),
         };
         let entries: Vec<[i32; 4]> = pairs.iter().map(|p| [p[0], p[1], 0, 0]).collect();
-        let wb = self.param(&name, &wbytes);
-        let bb = self.param(&name, &i32_bytes(&bias));
-        let cb = self.param(&name, &chan_table(&entries));
+        let params = DotParams {
+            weights: wbytes,
+            bias,
+            entries,
+            block: u32_of(k * cols, "weight block")?,
+        };
+        self.finish_dot(id, opcode, t, &x, params, d.pool.is_some())
+    }
+
+    /// Loads the parameters, places the output and pushes the tiled job.
+    fn finish_dot(
+        &mut self,
+        id: NodeId,
+        opcode: DotOpcode,
+        mut t: DotProduct,
+        x: &Placed,
+        p: DotParams,
+        pooled: bool,
+    ) -> Result<(), String> {
+        let name = self.g.node(id).name.clone();
+        let (oh, ow) = (t.out_h, t.out_w);
+        let cols = self.hw.mac_cols as usize;
+        let k = p.block as usize / cols;
+        let xmax = if t.in_signed { 128 } else { 255 };
+        let bound = acc_bound(&p.weights, t.out_c as usize, k, cols, &p.bias, xmax);
+        if bound >= 1i64 << (self.hw.acc_bits - 1) {
+            self.out.acc_risk.push(name.clone());
+        }
+        let wb = self.param(&name, &p.weights);
+        let bb = self.param(&name, &i32_bytes(&p.bias));
+        let cb = self.param(&name, &chan_table(&p.entries));
         let out = self.define(id).map_err(|e| e.to_string())?;
         if t.stored_hw() != Some((out.act.h, out.act.w)) {
             return Err(format!(
@@ -127,30 +163,92 @@ impl Walk<'_> {
         t.out_signed = out.act.signed;
         t.out_zero = i16_of(out.act.zero_point, "output zero point")?;
         // A pooled layer is one pixel tile (every pooled window lies inside it).
-        let tp = if d.pool.is_some() { oh * ow } else { self.tile_pixels };
+        let tp = if pooled { oh * ow } else { self.tile_pixels };
         let tl = tiles(oh * ow, t.out_c, tp, self.hw.mac_cols);
         let mnemonic = match opcode {
             DotOpcode::Conv => "CONV",
             DotOpcode::Deconv => "DECONV",
             DotOpcode::Inner => "INNER_PRODUCT",
         };
-        self.out.layers.push((name.clone(), mnemonic.into(), tl.len()));
+        self.out
+            .layers
+            .push((name.clone(), mnemonic.into(), tl.len()));
         self.out.jobs.push(Job {
             node: name,
             kind: JobKind::Dot {
                 opcode,
                 t,
-                bufs: [x.buf, wb, out.buf, bb, cb],
-                block: u32_of(k * cols, "weight block")?,
+                bufs: [x.loc(), (wb, 0), out.loc(), (bb, 0), (cb, 0)],
+                block: p.block,
                 tiles: tl,
             },
         });
         Ok(())
     }
 
+    /// SCALE with pooling (the SCALE instruction has no pooling unit): a depthwise
+    /// 1x1 CONV with `bias' = b - zp * w`, the same value `(x - zp) * w + b`.
+    fn scale_as_conv(&mut self, id: NodeId, s: &ScaleOp, pool: &PoolStage) -> Result<(), String> {
+        let ins = self.g.node_inputs(id);
+        let x = self.use_value(ins[0]).ok_or("input is not an activation")?;
+        let w = self.int8_codes(ins[1], "scale")?;
+        let b = self.int32_codes(ins[2], "bias")?;
+        let c = x.act.c as usize;
+        if w.len() != c || b.len() != c {
+            return Err(format!(
+                "{} scales / {} biases for {c} channels",
+                w.len(),
+                b.len()
+            ));
+        }
+        let (fr, pairs) = int_requant(&s.epilogue, c)?;
+        let zp = i64::from(x.act.zero_point);
+        let bias = (0..c)
+            .map(|i| {
+                let v = i64::from(b[i]) - zp * i64::from(w[i]);
+                // |bias'| + |x * w| must stay inside the 30-bit accumulator.
+                (v.abs() + 255 * 128 < 1 << 29)
+                    .then_some(v as i32)
+                    .ok_or_else(|| format!("channel {i}: bias {v} too large for the accumulator"))
+            })
+            .collect::<Result<Vec<i32>, String>>()?;
+        let mut t = DotProduct {
+            in_h: x.act.h,
+            in_w: x.act.w,
+            in_c: x.act.c,
+            in_row_pitch: x.act.row_pitch,
+            in_pix_pitch: x.act.pix_pitch,
+            out_h: x.act.h,
+            out_w: x.act.w,
+            out_c: x.act.c,
+            kernel_h: 1,
+            kernel_w: 1,
+            stride_h: 1,
+            stride_w: 1,
+            dil_h: 1,
+            dil_w: 1,
+            groups: x.act.c,
+            in_signed: x.act.signed,
+            w_signed: true,
+            bias_en: true,
+            in_zero: i16_of(x.act.zero_point, "input zero point")?,
+            simd: vec![fr],
+            ..DotProduct::default()
+        };
+        pool_fields(&mut t, pool)?;
+        let cols = self.hw.mac_cols as usize;
+        let params = DotParams {
+            weights: weight_blocks(c, 1, cols, |oc, _| w[oc]),
+            bias,
+            entries: pairs.iter().map(|p| [p[0], p[1], 0, 0]).collect(),
+            block: u32_of(cols, "weight block")?,
+        };
+        self.finish_dot(id, DotOpcode::Conv, t, &x, params, true)
+    }
+
     pub(crate) fn scale(&mut self, id: NodeId, s: &ScaleOp) -> Result<(), String> {
-        if s.pool.is_some() {
-            return Err("pooling after SCALE is not supported by the instruction".into());
+        if let Some(p) = &s.pool {
+            return self.scale_as_conv(id, s, p);
         }
         let ins = self.g.node_inputs(id);
         let name = self.g.node(id).name.clone();
@@ -160,11 +258,17 @@ impl Walk<'_> {
         let c = x.act.c as usize;
         let (fr, pairs) = int_requant(&s.epilogue, c)?;
         if w.len() != c || b.len() != c {
-            return Err(format!("{} scales / {} biases for {c} channels", w.len(), b.len()));
+            return Err(format!(
+                "{} scales / {} biases for {c} channels",
+                w.len(),
+                b.len()
+            ));
         }
         // SIMD: r0 = (x - zp) * C2 + C3, then FUSED_RELU with C0 / C1.
         let simd = vec![alu_chan(true, 2), alu_chan(false, 3), fr];
-        let entries: Vec<[i32; 4]> = (0..c).map(|i| [pairs[i][0], pairs[i][1], w[i], b[i]]).collect();
+        let entries: Vec<[i32; 4]> = (0..c)
+            .map(|i| [pairs[i][0], pairs[i][1], w[i], b[i]])
+            .collect();
         let cb = self.param(&name, &chan_table(&entries));
         let out = self.define(id).map_err(|e| e.to_string())?;
         let t = Scale {
@@ -182,12 +286,14 @@ impl Walk<'_> {
             ..Scale::default()
         };
         let tl = tiles(x.act.pixels(), x.act.c, self.tile_pixels, self.hw.mac_cols);
-        self.out.layers.push((name.clone(), "SCALE".into(), tl.len()));
+        self.out
+            .layers
+            .push((name.clone(), "SCALE".into(), tl.len()));
         self.out.jobs.push(Job {
             node: name,
             kind: JobKind::Scale {
                 t,
-                bufs: [x.buf, out.buf, cb],
+                bufs: [x.loc(), out.loc(), (cb, 0)],
                 tiles: tl,
             },
         });
@@ -197,8 +303,12 @@ impl Walk<'_> {
     pub(crate) fn eltwise(&mut self, id: NodeId, e: &EltwiseOp) -> Result<(), String> {
         let ins = self.g.node_inputs(id);
         let name = self.g.node(id).name.clone();
-        let a = self.use_value(ins[0]).ok_or("input A is not an activation")?;
-        let b = self.use_value(ins[1]).ok_or("input B is not an activation")?;
+        let a = self
+            .use_value(ins[0])
+            .ok_or("input A is not an activation")?;
+        let b = self
+            .use_value(ins[1])
+            .ok_or("input B is not an activation")?;
         let m = e.inputs.as_ref().ok_or("eltwise input rescaling missing")?;
         let c = a.act.c as usize;
         let (fr, pairs) = int_requant(&e.epilogue, c)?;
@@ -229,12 +339,14 @@ impl Walk<'_> {
             ..Eltwise::default()
         };
         let tl = tiles(a.act.pixels(), a.act.c, self.tile_pixels, self.hw.mac_cols);
-        self.out.layers.push((name.clone(), "ELTWISE".into(), tl.len()));
+        self.out
+            .layers
+            .push((name.clone(), "ELTWISE".into(), tl.len()));
         self.out.jobs.push(Job {
             node: name,
             kind: JobKind::Eltwise {
                 t,
-                bufs: [a.buf, b.buf, out.buf, cb],
+                bufs: [a.loc(), b.loc(), out.loc(), (cb, 0)],
                 tiles: tl,
             },
         });
@@ -324,8 +436,13 @@ fn pool_fields(t: &mut DotProduct, p: &PoolStage) -> Result<(), String> {
         if p.kind != IrPool::Max {
             return Err("ceil-mode average pooling".into());
         }
-        t.pool_pad_bottom += (want[0] - h as usize) as u32;
-        t.pool_pad_right += (want[1] - w as usize) as u32;
+        let extra = |want: usize, got: u32| {
+            want.checked_sub(got as usize)
+                .map(|e| e as u32)
+                .ok_or("pool output smaller than the floor rule")
+        };
+        t.pool_pad_bottom += extra(want[0], h)?;
+        t.pool_pad_right += extra(want[1], w)?;
     }
     if t.pool_pad_bottom > 2 || t.pool_pad_right > 2 || t.pool_pad_top > 2 || t.pool_pad_left > 2 {
         return Err("pool padding beyond 2".into());

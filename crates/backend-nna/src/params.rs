@@ -4,7 +4,12 @@
 
 /// Reorders weights into output-channel groups of `cols`. `weight(oc, t)` returns
 /// the code of output channel `oc` at vector index `t = (ic*kh + ky)*kw + kx`.
-pub fn weight_blocks(out_c: usize, k: usize, cols: usize, weight: impl Fn(usize, usize) -> i8) -> Vec<u8> {
+pub fn weight_blocks(
+    out_c: usize,
+    k: usize,
+    cols: usize,
+    weight: impl Fn(usize, usize) -> i8,
+) -> Vec<u8> {
     let groups = out_c.div_ceil(cols);
     let mut out = vec![0u8; groups * k * cols];
     for q in 0..groups {
@@ -19,6 +24,29 @@ pub fn weight_blocks(out_c: usize, k: usize, cols: usize, weight: impl Fn(usize,
         }
     }
     out
+}
+
+/// The largest `|bias| + sum |w * x|` over the output channels of a weight-block
+/// image (`k` vectors per group of `cols`), for input codes of magnitude <= `xmax`:
+/// the worst case the accumulator must hold.
+pub fn acc_bound(
+    blocks: &[u8],
+    out_c: usize,
+    k: usize,
+    cols: usize,
+    bias: &[i32],
+    xmax: i64,
+) -> i64 {
+    (0..out_c)
+        .map(|oc| {
+            let (q, j) = (oc / cols, oc % cols);
+            let s: i64 = (0..k)
+                .map(|t| i64::from((blocks[(q * k + t) * cols + j] as i8).unsigned_abs()))
+                .sum();
+            i64::from(bias.get(oc).copied().unwrap_or(0)).abs() + s * xmax
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// Little-endian int32 values.
@@ -40,6 +68,12 @@ mod tests {
         // 3 output channels, K = 2, groups of 2 columns.
         let w = weight_blocks(3, 2, 2, |oc, t| (10 * oc + t) as i8);
         assert_eq!(w, vec![0, 10, 1, 11, 20, 0, 21, 0]);
+    }
+
+    #[test]
+    fn acc_bound_is_the_worst_channel() {
+        let w = weight_blocks(2, 2, 2, |oc, t| if oc == 1 { -100 } else { t as i8 });
+        assert_eq!(acc_bound(&w, 2, 2, 2, &[5, -7], 255), 7 + 200 * 255);
     }
 
     #[test]

@@ -17,7 +17,10 @@ pub fn int_requant(e: &Epilogue, channels: usize) -> Result<(SimdInstr, Vec<[i32
             hi,
         }) => {
             if mult.len() != channels {
-                return Err(format!("{} multipliers for {channels} channels", mult.len()));
+                return Err(format!(
+                    "{} multipliers for {channels} channels",
+                    mult.len()
+                ));
             }
             let i16_of = |v: i32, what: &str| {
                 i16::try_from(v).map_err(|_| format!("requant {what} {v} out of int16"))

@@ -1,4 +1,18 @@
-//! Dependency flags, the simplest correct scheme: the program runs in program order.
+//! Dependency flags. Two schemes:
+//!
+//! [`assign`] (the default): from the SRAM buffers every instruction reads and
+//! writes, each instruction `j` waits for the latest instruction `i < j` of the other
+//! queue whose buffers overlap its own with at least one write (RAW, WAR, WAW), unless
+//! an earlier instruction of its queue already waited for `i` or later. Such an edge
+//! gets a flag: `i` sets it, `j` waits for it and clears it. A flag is reused for a
+//! later edge `(i', j')` only if its previous waiter `j` ran on `j'`'s queue (so `j'`
+//! starts after `j` cleared it and never sees the old set state) and lies before `i'`
+//! in program order; `i'` (on the previous setter's queue) waits until the flag is
+//! clear before it can set it again. Every wait then points backwards in program order, so no
+//! interleaving deadlocks; no flag is set twice or cleared twice; and every
+//! conflicting pair of instructions in different queues is ordered.
+//!
+//! [`serialise`] (the fallback when flags run out): the program runs in program order.
 //!
 //! Consecutive instructions of one queue are ordered by the queue itself. Where the
 //! program switches queue (instruction `i` on one queue, `i+1` on the other), `i`
@@ -12,8 +26,100 @@
 
 use nnac_isa::{Class, Instr};
 
-/// Flags this scheme needs.
+/// Flags the serialising scheme needs.
 pub const FLAGS_USED: u32 = 2;
+
+/// Buffers one instruction reads and writes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Access {
+    pub reads: Vec<usize>,
+    pub writes: Vec<usize>,
+}
+
+fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
+    a.0 < b.1 && b.0 < a.1
+}
+
+fn conflict(x: &Access, y: &Access, span: &dyn Fn(usize) -> (u64, u64)) -> bool {
+    let any = |p: &[usize], q: &[usize]| {
+        p.iter()
+            .any(|&a| q.iter().any(|&b| overlaps(span(a), span(b))))
+    };
+    any(&x.writes, &y.writes) || any(&x.writes, &y.reads) || any(&x.reads, &y.writes)
+}
+
+/// The cross-queue edges `(i, j)`: `j` must start after `i` completes.
+fn edges(
+    instrs: &[Instr],
+    acc: &[Access],
+    span: &dyn Fn(usize) -> (u64, u64),
+) -> Vec<(usize, usize)> {
+    // Per queue: instruction indices, and the latest other-queue index already waited for.
+    let mut queues: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
+    let mut covered: [Option<usize>; 2] = [None, None];
+    let mut out = Vec::new();
+    for j in 0..instrs.len() {
+        let q = usize::from(is_dma(&instrs[j]));
+        let other = &queues[1 - q];
+        let need = other
+            .iter()
+            .rev()
+            .take_while(|&&i| covered[q].is_none_or(|c| i > c))
+            .find(|&&i| conflict(&acc[i], &acc[j], span))
+            .copied();
+        if let Some(i) = need {
+            covered[q] = Some(i);
+            out.push((i, j));
+        }
+        queues[q].push(j);
+    }
+    out
+}
+
+/// Assigns flags for the edges of `instrs`. `span(b)` is buffer `b`'s SRAM range.
+/// Returns the number of flags used, or `None` if `max_flags` do not suffice.
+pub fn assign(
+    instrs: &mut [Instr],
+    acc: &[Access],
+    span: &dyn Fn(usize) -> (u64, u64),
+    max_flags: u32,
+) -> Option<u32> {
+    let edges = edges(instrs, acc, span);
+    // Per flag: its last edge.
+    let mut last: Vec<(usize, usize)> = Vec::new();
+    let mut plan = Vec::with_capacity(edges.len());
+    for &(i, j) in &edges {
+        // Reusable: the previous waiter ran on `j`'s queue (so `j` cannot see the old
+        // set state) and lies before `i` in program order.
+        let free = last
+            .iter()
+            .position(|&(_, pj)| pj < i && is_dma(&instrs[pj]) == is_dma(&instrs[j]));
+        let f = match free {
+            Some(f) => f,
+            None if (last.len() as u32) < max_flags => {
+                last.push((i, j));
+                last.len() - 1
+            }
+            None => return None,
+        };
+        // A previous setter on `i`'s queue has completed, but its waiter may not have
+        // cleared the flag yet: wait for that.
+        let reused = last[f] != (i, j);
+        last[f] = (i, j);
+        plan.push((i, j, f as u32, reused));
+    }
+    for (i, j, f, wait_clear) in plan {
+        let s = instrs[i].flags_mut();
+        s.set.insert(f);
+        if wait_clear {
+            s.wait_clear.insert(f);
+        }
+        let w = instrs[j].flags_mut();
+        w.wait_set.insert(f);
+        w.clear.insert(f);
+    }
+    Some(last.len() as u32)
+}
 
 fn is_dma(i: &Instr) -> bool {
     i.class() == Class::Dma
@@ -39,6 +145,39 @@ pub fn serialise(instrs: &mut [Instr]) {
 mod tests {
     use super::*;
     use nnac_isa::{Dma, DotProduct};
+
+    fn acc(r: &[usize], w: &[usize]) -> Access {
+        Access {
+            reads: r.to_vec(),
+            writes: w.to_vec(),
+        }
+    }
+
+    #[test]
+    fn assign_orders_only_conflicts_and_reuses_flags() {
+        let d = || Instr::DmaRead(Dma::default());
+        let c = || Instr::Conv(DotProduct::default());
+        // load b0, load b1, conv b0->b2, load b3 (free), conv b1->b0 (WAR on b0's reader? no:
+        // writes b0 which the load at 0 wrote: WAW with instr 0 on the DMA queue).
+        let mut p = vec![d(), d(), c(), d(), c()];
+        let a = vec![
+            acc(&[], &[0]),
+            acc(&[], &[1]),
+            acc(&[0], &[2]),
+            acc(&[], &[3]),
+            acc(&[1], &[0]),
+        ];
+        let span = |b: usize| (b as u64 * 100, b as u64 * 100 + 50);
+        let n = assign(&mut p, &a, &span, 8).unwrap();
+        // Edges: 0 -> 2 (RAW b0), 1 -> 4 (RAW b1). The load at 3 waits for nothing.
+        assert_eq!(p[0].flags().set.to_text(), "F0");
+        assert_eq!(p[2].flags().wait_set.to_text(), "F0");
+        assert!(p[3].flags().all().is_empty());
+        assert_eq!(p[4].flags().wait_set.to_text(), "F1");
+        assert_eq!(p[1].flags().set.to_text(), "F1");
+        assert_eq!(n, 2);
+        assert_eq!(assign(&mut [d(), d(), c(), d(), c()], &a, &span, 1), None);
+    }
 
     #[test]
     fn hands_over_at_each_queue_switch() {

@@ -20,7 +20,10 @@ pub struct Unsupported {
 #[derive(Debug)]
 pub enum ImportError {
     /// The file could not be read.
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The bytes are not a valid model (protobuf decode error, text-format syntax
     /// error with line/column, inconsistent graph).
     Malformed { path: PathBuf, msg: String },
@@ -65,6 +68,9 @@ impl std::error::Error for ImportError {}
 
 impl From<nnac_ir::IrError> for ImportError {
     fn from(e: nnac_ir::IrError) -> Self {
-        ImportError::Invalid { node: e.node, msg: e.msg }
+        ImportError::Invalid {
+            node: e.node,
+            msg: e.msg,
+        }
     }
 }

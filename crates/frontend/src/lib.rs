@@ -44,7 +44,11 @@ impl ModelFormat {
 
 /// Loads a model by its extension: ONNX (`weights` must be `None`; external data is
 /// found next to the model) or Caffe (`.prototxt` with an optional `.caffemodel`).
-pub fn load_model(path: &Path, weights: Option<&Path>, opts: &ImportOptions) -> Result<Graph, ImportError> {
+pub fn load_model(
+    path: &Path,
+    weights: Option<&Path>,
+    opts: &ImportOptions,
+) -> Result<Graph, ImportError> {
     match ModelFormat::from_path(path) {
         Some(ModelFormat::Onnx) => {
             if let Some(w) = weights {

@@ -11,7 +11,10 @@ pub struct IrError {
 
 impl IrError {
     pub fn at(node: &str, msg: impl Into<String>) -> Self {
-        IrError { node: node.to_string(), msg: msg.into() }
+        IrError {
+            node: node.to_string(),
+            msg: msg.into(),
+        }
     }
 }
 

@@ -60,14 +60,21 @@ pub struct Graph {
 
 impl Graph {
     pub fn new(name: impl Into<String>) -> Self {
-        Graph { name: name.into(), ..Default::default() }
+        Graph {
+            name: name.into(),
+            ..Default::default()
+        }
     }
 
     // ---- construction -------------------------------------------------------------
 
     /// Adds a graph input (an `Op::Input` node named `name`).
     pub fn add_input(&mut self, name: impl Into<String>, ty: TensorType) -> Value {
-        let id = self.dag.add_node(Node { name: name.into(), op: Op::Input, outputs: vec![ty] });
+        let id = self.dag.add_node(Node {
+            name: name.into(),
+            op: Op::Input,
+            outputs: vec![ty],
+        });
         self.inputs.push(id);
         Value::new(id, 0)
     }
@@ -77,12 +84,21 @@ impl Graph {
         let ty = tensor.ty();
         let cid = ConstId(self.constants.len() as u32);
         self.constants.push(tensor);
-        let id = self.dag.add_node(Node { name: name.into(), op: Op::Constant(cid), outputs: vec![ty] });
+        let id = self.dag.add_node(Node {
+            name: name.into(),
+            op: Op::Constant(cid),
+            outputs: vec![ty],
+        });
         Value::new(id, 0)
     }
 
     /// Adds a node, inferring its output types from its inputs.
-    pub fn add_node(&mut self, name: impl Into<String>, op: Op, inputs: &[Value]) -> Result<NodeId, IrError> {
+    pub fn add_node(
+        &mut self,
+        name: impl Into<String>,
+        op: Op,
+        inputs: &[Value],
+    ) -> Result<NodeId, IrError> {
         let name = name.into();
         let types: Vec<&TensorType> = inputs.iter().map(|&v| self.value_type(v)).collect();
         let outputs = infer::infer_types(&op, &types).map_err(|msg| IrError::at(&name, msg))?;
@@ -97,15 +113,29 @@ impl Graph {
         inputs: &[Value],
         outputs: Vec<TensorType>,
     ) -> NodeId {
-        let id = self.dag.add_node(Node { name: name.into(), op, outputs });
+        let id = self.dag.add_node(Node {
+            name: name.into(),
+            op,
+            outputs,
+        });
         for (slot, v) in inputs.iter().enumerate() {
-            self.dag.add_edge(v.node, id, Edge { port: v.port, slot: slot as u16 });
+            self.dag.add_edge(
+                v.node,
+                id,
+                Edge {
+                    port: v.port,
+                    slot: slot as u16,
+                },
+            );
         }
         id
     }
 
     pub fn add_output(&mut self, name: impl Into<String>, value: Value) {
-        self.outputs.push(GraphOutput { name: name.into(), value });
+        self.outputs.push(GraphOutput {
+            name: name.into(),
+            value,
+        });
     }
 
     /// Adds a constant to the pool without a node (for ops that are rebuilt later).
@@ -219,7 +249,11 @@ impl Graph {
             .iter()
             .map(|&n| (n, self.dag.edges_directed(n, Direction::Incoming).count()))
             .collect();
-        let mut ready: BTreeSet<NodeId> = indeg.iter().filter(|(_, &d)| d == 0).map(|(&n, _)| n).collect();
+        let mut ready: BTreeSet<NodeId> = indeg
+            .iter()
+            .filter(|(_, &d)| d == 0)
+            .map(|(&n, _)| n)
+            .collect();
         let mut order = Vec::with_capacity(ids.len());
         while let Some(n) = ready.pop_first() {
             order.push(n);
@@ -232,8 +266,15 @@ impl Graph {
             }
         }
         if order.len() != ids.len() {
-            let stuck = indeg.iter().find(|(_, &d)| d > 0).map(|(&n, _)| n).expect("a node remains");
-            return Err(IrError::at(&self.dag[stuck].name, "graph has a cycle through this node"));
+            let stuck = indeg
+                .iter()
+                .find(|(_, &d)| d > 0)
+                .map(|(&n, _)| n)
+                .expect("a node remains");
+            return Err(IrError::at(
+                &self.dag[stuck].name,
+                "graph has a cycle through this node",
+            ));
         }
         Ok(order)
     }
@@ -250,7 +291,14 @@ impl Graph {
                 .map(|e| e.id())
                 .expect("edge listed by users()");
             self.dag.remove_edge(edge);
-            self.dag.add_edge(new.node, user, Edge { port: new.port, slot });
+            self.dag.add_edge(
+                new.node,
+                user,
+                Edge {
+                    port: new.port,
+                    slot,
+                },
+            );
         }
         for o in &mut self.outputs {
             if o.value == old {
@@ -261,12 +309,23 @@ impl Graph {
 
     /// Replaces the inputs of `id` by `inputs` (slots renumbered from 0).
     pub fn set_node_inputs(&mut self, id: NodeId, inputs: &[Value]) {
-        let old: Vec<_> = self.dag.edges_directed(id, Direction::Incoming).map(|e| e.id()).collect();
+        let old: Vec<_> = self
+            .dag
+            .edges_directed(id, Direction::Incoming)
+            .map(|e| e.id())
+            .collect();
         for e in old {
             self.dag.remove_edge(e);
         }
         for (slot, v) in inputs.iter().enumerate() {
-            self.dag.add_edge(v.node, id, Edge { port: v.port, slot: slot as u16 });
+            self.dag.add_edge(
+                v.node,
+                id,
+                Edge {
+                    port: v.port,
+                    slot: slot as u16,
+                },
+            );
         }
     }
 
@@ -285,10 +344,18 @@ impl Graph {
         stack.extend(self.inputs.iter().copied());
         while let Some(n) = stack.pop() {
             if live.insert(n) {
-                stack.extend(self.dag.edges_directed(n, Direction::Incoming).map(|e| e.source()));
+                stack.extend(
+                    self.dag
+                        .edges_directed(n, Direction::Incoming)
+                        .map(|e| e.source()),
+                );
             }
         }
-        let dead: Vec<NodeId> = self.node_ids().into_iter().filter(|n| !live.contains(n)).collect();
+        let dead: Vec<NodeId> = self
+            .node_ids()
+            .into_iter()
+            .filter(|n| !live.contains(n))
+            .collect();
         for &n in &dead {
             self.dag.remove_node(n);
         }
@@ -311,7 +378,10 @@ impl Graph {
         }
         let old = std::mem::take(&mut self.constants);
         let mut old: Vec<Option<Tensor>> = old.into_iter().map(Some).collect();
-        self.constants = kept.into_iter().map(|i| old[i].take().expect("kept once")).collect();
+        self.constants = kept
+            .into_iter()
+            .map(|i| old[i].take().expect("kept once"))
+            .collect();
     }
 
     /// A fresh node name derived from `base` that no node uses yet.
@@ -320,12 +390,17 @@ impl Graph {
         if !taken(base) {
             return base.to_string();
         }
-        (1..).map(|i| format!("{base}.{i}")).find(|s| !taken(s)).expect("unbounded")
+        (1..)
+            .map(|i| format!("{base}.{i}"))
+            .find(|s| !taken(s))
+            .expect("unbounded")
     }
 
     /// Finds a node by its source name.
     pub fn find(&self, name: &str) -> Option<NodeId> {
-        self.node_ids().into_iter().find(|&n| self.dag[n].name == name)
+        self.node_ids()
+            .into_iter()
+            .find(|&n| self.dag[n].name == name)
     }
 
     /// The underlying petgraph, for algorithms (read-only).

@@ -9,7 +9,12 @@ type R = Result<Vec<TensorType>, String>;
 pub fn infer_types(op: &Op, ins: &[&TensorType]) -> R {
     let (lo, hi) = op.arity();
     if ins.len() < lo || ins.len() > hi {
-        return Err(format!("{} takes {} inputs, got {}", op.mnemonic(), arity_str(lo, hi), ins.len()));
+        return Err(format!(
+            "{} takes {} inputs, got {}",
+            op.mnemonic(),
+            arity_str(lo, hi),
+            ins.len()
+        ));
     }
     match op {
         Op::Input | Op::Constant(_) => Err("inputs and constants carry their own type".into()),
@@ -28,7 +33,10 @@ pub fn infer_types(op: &Op, ins: &[&TensorType]) -> R {
         Op::PRelu => {
             let s = broadcast(&ins[0].shape, &ins[1].shape)?;
             if s != ins[0].shape {
-                return Err(format!("prelu slope {:?} does not broadcast to input {:?}", ins[1].shape, ins[0].shape));
+                return Err(format!(
+                    "prelu slope {:?} does not broadcast to input {:?}",
+                    ins[1].shape, ins[0].shape
+                ));
             }
             Ok(vec![ins[0].clone()])
         }
@@ -46,21 +54,37 @@ pub fn infer_types(op: &Op, ins: &[&TensorType]) -> R {
         }
         Op::Reshape { shape } => {
             if checked_numel(shape) != checked_numel(&ins[0].shape) {
-                return Err(format!("cannot reshape {:?} ({} elements) to {:?}", ins[0].shape, ins[0].numel(), shape));
+                return Err(format!(
+                    "cannot reshape {:?} ({} elements) to {:?}",
+                    ins[0].shape,
+                    ins[0].numel(),
+                    shape
+                ));
             }
             Ok(vec![TensorType::new(ins[0].dtype, shape.clone())])
         }
         Op::Transpose { perm } => {
             let mut seen = vec![false; ins[0].rank()];
-            if perm.len() != ins[0].rank() || perm.iter().any(|&p| p >= seen.len() || std::mem::replace(&mut seen[p], true)) {
-                return Err(format!("transpose perm {:?} is not a permutation of rank {}", perm, ins[0].rank()));
+            if perm.len() != ins[0].rank()
+                || perm
+                    .iter()
+                    .any(|&p| p >= seen.len() || std::mem::replace(&mut seen[p], true))
+            {
+                return Err(format!(
+                    "transpose perm {:?} is not a permutation of rank {}",
+                    perm,
+                    ins[0].rank()
+                ));
             }
             let shape = perm.iter().map(|&p| ins[0].shape[p]).collect();
             Ok(vec![TensorType::new(ins[0].dtype, shape)])
         }
         Op::Resize(a) => {
             if a.sizes.len() != ins[0].rank() || a.scales.len() != ins[0].rank() {
-                return Err(format!("resize sizes/scales must have rank {}", ins[0].rank()));
+                return Err(format!(
+                    "resize sizes/scales must have rank {}",
+                    ins[0].rank()
+                ));
             }
             if a.sizes.contains(&0) {
                 return Err(format!("resize to an empty shape {:?}", a.sizes));
@@ -70,10 +94,18 @@ pub fn infer_types(op: &Op, ins: &[&TensorType]) -> R {
         Op::Pad { pads, .. } => {
             let r = ins[0].rank();
             if pads.len() != 2 * r {
-                return Err(format!("pad needs {} pad values, got {}", 2 * r, pads.len()));
+                return Err(format!(
+                    "pad needs {} pad values, got {}",
+                    2 * r,
+                    pads.len()
+                ));
             }
             let shape = (0..r)
-                .map(|i| ins[0].shape[i].checked_add(pads[i])?.checked_add(pads[i + r]))
+                .map(|i| {
+                    ins[0].shape[i]
+                        .checked_add(pads[i])?
+                        .checked_add(pads[i + r])
+                })
                 .collect::<Option<Vec<usize>>>()
                 .ok_or_else(|| format!("pads {pads:?} overflow the shape {:?}", ins[0].shape))?;
             Ok(vec![TensorType::new(ins[0].dtype, shape)])
@@ -99,12 +131,21 @@ fn check_axis(axis: usize, rank: usize) -> Result<(), String> {
 /// An activation `[1, C, spatial...]` with at least one spatial axis.
 fn spatial_input<'a>(x: &'a TensorType, what: &str) -> Result<&'a TensorType, String> {
     if x.rank() < 3 {
-        return Err(format!("{what} needs an input of rank >= 3 (N, C, spatial...), got {:?}", x.shape));
+        return Err(format!(
+            "{what} needs an input of rank >= 3 (N, C, spatial...), got {:?}",
+            x.shape
+        ));
     }
     Ok(x)
 }
 
-fn check_spatial_attrs(n: usize, kernel: &[usize], strides: &[usize], pads: &[usize], dilations: &[usize]) -> Result<(), String> {
+fn check_spatial_attrs(
+    n: usize,
+    kernel: &[usize],
+    strides: &[usize],
+    pads: &[usize],
+    dilations: &[usize],
+) -> Result<(), String> {
     if kernel.len() != n || strides.len() != n || dilations.len() != n || pads.len() != 2 * n {
         return Err(format!(
             "attributes do not match {n} spatial axes (kernel {kernel:?}, strides {strides:?}, pads {pads:?}, dilations {dilations:?})"
@@ -118,17 +159,45 @@ fn check_spatial_attrs(n: usize, kernel: &[usize], strides: &[usize], pads: &[us
 
 /// `floor((in + pads - dilated_kernel) / stride) + 1`, or an error if the window is
 /// larger than the padded input.
-fn window_out(input: usize, k: usize, s: usize, pb: usize, pe: usize, d: usize, ceil: bool) -> Result<usize, String> {
-    let overflow = || format!("window arithmetic overflows (input {input}, kernel {k}, pads {pb}/{pe}, dilation {d})");
-    let padded = input.checked_add(pb).and_then(|v| v.checked_add(pe)).ok_or_else(overflow)?;
-    let eff = d.checked_mul(k - 1).and_then(|v| v.checked_add(1)).ok_or_else(overflow)?;
+fn window_out(
+    input: usize,
+    k: usize,
+    s: usize,
+    pb: usize,
+    pe: usize,
+    d: usize,
+    ceil: bool,
+) -> Result<usize, String> {
+    let overflow = || {
+        format!(
+            "window arithmetic overflows (input {input}, kernel {k}, pads {pb}/{pe}, dilation {d})"
+        )
+    };
+    let padded = input
+        .checked_add(pb)
+        .and_then(|v| v.checked_add(pe))
+        .ok_or_else(overflow)?;
+    let eff = d
+        .checked_mul(k - 1)
+        .and_then(|v| v.checked_add(1))
+        .ok_or_else(overflow)?;
     if padded < eff {
-        return Err(format!("window {eff} is larger than the padded input {padded}"));
+        return Err(format!(
+            "window {eff} is larger than the padded input {padded}"
+        ));
     }
     let span = padded - eff;
-    let mut out = if ceil { span.div_ceil(s) + 1 } else { span / s + 1 };
+    let mut out = if ceil {
+        span.div_ceil(s) + 1
+    } else {
+        span / s + 1
+    };
     // The last window must start inside the input or the begin padding.
-    if ceil && (out - 1).checked_mul(s).is_none_or(|start| start >= input + pb) {
+    if ceil
+        && (out - 1)
+            .checked_mul(s)
+            .is_none_or(|start| start >= input + pb)
+    {
         out -= 1;
     }
     Ok(out)
@@ -139,19 +208,38 @@ fn conv(a: &ConvAttrs, ins: &[&TensorType]) -> R {
     let n = x.rank() - 2;
     check_spatial_attrs(n, &a.kernel, &a.strides, &a.pads, &a.dilations)?;
     if w.rank() != x.rank() {
-        return Err(format!("weight rank {} does not match input rank {}", w.rank(), x.rank()));
+        return Err(format!(
+            "weight rank {} does not match input rank {}",
+            w.rank(),
+            x.rank()
+        ));
     }
     let (m, cg) = (w.shape[0], w.shape[1]);
     if a.group == 0 || Some(x.shape[1]) != cg.checked_mul(a.group) || m % a.group != 0 {
-        return Err(format!("input channels {} do not match weight {:?} with group {}", x.shape[1], w.shape, a.group));
+        return Err(format!(
+            "input channels {} do not match weight {:?} with group {}",
+            x.shape[1], w.shape, a.group
+        ));
     }
     if w.shape[2..] != a.kernel[..] {
-        return Err(format!("weight spatial shape {:?} does not match kernel {:?}", &w.shape[2..], a.kernel));
+        return Err(format!(
+            "weight spatial shape {:?} does not match kernel {:?}",
+            &w.shape[2..],
+            a.kernel
+        ));
     }
     check_bias(ins.get(2), m)?;
     let mut shape = vec![x.shape[0], m];
     for i in 0..n {
-        shape.push(window_out(x.shape[2 + i], a.kernel[i], a.strides[i], a.pads[i], a.pads[n + i], a.dilations[i], false)?);
+        shape.push(window_out(
+            x.shape[2 + i],
+            a.kernel[i],
+            a.strides[i],
+            a.pads[i],
+            a.pads[n + i],
+            a.dilations[i],
+            false,
+        )?);
     }
     Ok(vec![TensorType::new(x.dtype, shape)])
 }
@@ -168,15 +256,28 @@ fn conv_transpose(a: &ConvTransposeAttrs, ins: &[&TensorType]) -> R {
     let n = x.rank() - 2;
     check_spatial_attrs(n, &a.kernel, &a.strides, &a.pads, &a.dilations)?;
     if a.output_padding.len() != n {
-        return Err(format!("output_padding {:?} does not match {n} spatial axes", a.output_padding));
+        return Err(format!(
+            "output_padding {:?} does not match {n} spatial axes",
+            a.output_padding
+        ));
     }
-    if w.rank() != x.rank() || w.shape[0] != x.shape[1] || a.group == 0 || x.shape[1] % a.group != 0 {
-        return Err(format!("weight {:?} does not match input {:?} with group {}", w.shape, x.shape, a.group));
+    if w.rank() != x.rank() || w.shape[0] != x.shape[1] || a.group == 0 || x.shape[1] % a.group != 0
+    {
+        return Err(format!(
+            "weight {:?} does not match input {:?} with group {}",
+            w.shape, x.shape, a.group
+        ));
     }
     if w.shape[2..] != a.kernel[..] {
-        return Err(format!("weight spatial shape {:?} does not match kernel {:?}", &w.shape[2..], a.kernel));
+        return Err(format!(
+            "weight spatial shape {:?} does not match kernel {:?}",
+            &w.shape[2..],
+            a.kernel
+        ));
     }
-    let m = w.shape[1].checked_mul(a.group).ok_or_else(|| format!("weight {:?} with group {} overflows", w.shape, a.group))?;
+    let m = w.shape[1]
+        .checked_mul(a.group)
+        .ok_or_else(|| format!("weight {:?} with group {} overflows", w.shape, a.group))?;
     check_bias(ins.get(2), m)?;
     let mut shape = vec![x.shape[0], m];
     for i in 0..n {
@@ -185,10 +286,18 @@ fn conv_transpose(a: &ConvTransposeAttrs, ins: &[&TensorType]) -> R {
             .and_then(|v| v.checked_add(a.output_padding[i]))
             .and_then(|v| v.checked_add((a.kernel[i] - 1).checked_mul(a.dilations[i])?))
             .and_then(|v| v.checked_add(1))
-            .ok_or_else(|| format!("conv_transpose output size of input {:?} is empty or overflows", x.shape))?;
+            .ok_or_else(|| {
+                format!(
+                    "conv_transpose output size of input {:?} is empty or overflows",
+                    x.shape
+                )
+            })?;
         let cut = a.pads[i].saturating_add(a.pads[n + i]);
         if full <= cut {
-            return Err(format!("pads {:?} remove the whole output of size {full}", a.pads));
+            return Err(format!(
+                "pads {:?} remove the whole output of size {full}",
+                a.pads
+            ));
         }
         shape.push(full - cut);
     }
@@ -198,17 +307,34 @@ fn conv_transpose(a: &ConvTransposeAttrs, ins: &[&TensorType]) -> R {
 fn gemm(a: &GemmAttrs, ins: &[&TensorType]) -> R {
     let (ta, tb) = (ins[0], ins[1]);
     if ta.rank() != 2 || tb.rank() != 2 {
-        return Err(format!("gemm needs 2-D inputs, got {:?} and {:?}", ta.shape, tb.shape));
+        return Err(format!(
+            "gemm needs 2-D inputs, got {:?} and {:?}",
+            ta.shape, tb.shape
+        ));
     }
-    let (m, k) = if a.trans_a { (ta.shape[1], ta.shape[0]) } else { (ta.shape[0], ta.shape[1]) };
-    let (k2, n) = if a.trans_b { (tb.shape[1], tb.shape[0]) } else { (tb.shape[0], tb.shape[1]) };
+    let (m, k) = if a.trans_a {
+        (ta.shape[1], ta.shape[0])
+    } else {
+        (ta.shape[0], ta.shape[1])
+    };
+    let (k2, n) = if a.trans_b {
+        (tb.shape[1], tb.shape[0])
+    } else {
+        (tb.shape[0], tb.shape[1])
+    };
     if k != k2 {
-        return Err(format!("gemm inner dimensions differ: {:?} x {:?}", ta.shape, tb.shape));
+        return Err(format!(
+            "gemm inner dimensions differ: {:?} x {:?}",
+            ta.shape, tb.shape
+        ));
     }
     if let Some(c) = ins.get(2) {
         let s = broadcast(&[m, n], &c.shape)?;
         if s != [m, n] {
-            return Err(format!("gemm C {:?} does not broadcast to [{m}, {n}]", c.shape));
+            return Err(format!(
+                "gemm C {:?} does not broadcast to [{m}, {n}]",
+                c.shape
+            ));
         }
     }
     Ok(vec![TensorType::new(ta.dtype, vec![m, n])])
@@ -229,7 +355,10 @@ fn matmul(a: &TensorType, b: &TensorType) -> R {
     }
     let (ra, rb) = (sa.len(), sb.len());
     if sa[ra - 1] != sb[rb - 2] {
-        return Err(format!("matmul inner dimensions differ: {:?} x {:?}", a.shape, b.shape));
+        return Err(format!(
+            "matmul inner dimensions differ: {:?} x {:?}",
+            a.shape, b.shape
+        ));
     }
     let mut shape = broadcast(&sa[..ra - 2], &sb[..rb - 2])?;
     if !va {
@@ -248,7 +377,12 @@ fn batch_norm(ins: &[&TensorType]) -> R {
     }
     for (i, p) in ins[1..].iter().enumerate() {
         if p.shape != [x.shape[1]] {
-            return Err(format!("batch_norm parameter {} has shape {:?}, expected [{}]", i + 1, p.shape, x.shape[1]));
+            return Err(format!(
+                "batch_norm parameter {} has shape {:?}, expected [{}]",
+                i + 1,
+                p.shape,
+                x.shape[1]
+            ));
         }
     }
     Ok(vec![x.clone()])
@@ -259,11 +393,17 @@ fn concat(axis: usize, ins: &[&TensorType]) -> R {
     check_axis(axis, first.rank())?;
     let mut shape = first.shape.clone();
     for t in &ins[1..] {
-        let same_rest = t.rank() == first.rank() && (0..first.rank()).all(|i| i == axis || t.shape[i] == first.shape[i]);
+        let same_rest = t.rank() == first.rank()
+            && (0..first.rank()).all(|i| i == axis || t.shape[i] == first.shape[i]);
         if !same_rest {
-            return Err(format!("concat inputs {:?} and {:?} differ off axis {axis}", first.shape, t.shape));
+            return Err(format!(
+                "concat inputs {:?} and {:?} differ off axis {axis}",
+                first.shape, t.shape
+            ));
         }
-        shape[axis] = shape[axis].checked_add(t.shape[axis]).ok_or("concat size overflows")?;
+        shape[axis] = shape[axis]
+            .checked_add(t.shape[axis])
+            .ok_or("concat size overflows")?;
     }
     Ok(vec![TensorType::new(first.dtype, shape)])
 }
@@ -276,9 +416,20 @@ fn pool(a: &PoolAttrs, x: &TensorType) -> R {
     for i in 0..n {
         let window = a.kernel[i].saturating_mul(a.dilations[i]);
         if a.pads[i] >= window || a.pads[n + i] >= window {
-            return Err(format!("pads {:?} must be smaller than the window {:?}", a.pads, a.kernel));
+            return Err(format!(
+                "pads {:?} must be smaller than the window {:?}",
+                a.pads, a.kernel
+            ));
         }
-        shape.push(window_out(x.shape[2 + i], a.kernel[i], a.strides[i], a.pads[i], a.pads[n + i], a.dilations[i], a.ceil_mode)?);
+        shape.push(window_out(
+            x.shape[2 + i],
+            a.kernel[i],
+            a.strides[i],
+            a.pads[i],
+            a.pads[n + i],
+            a.dilations[i],
+            a.ceil_mode,
+        )?);
     }
     Ok(vec![TensorType::new(x.dtype, shape)])
 }
@@ -293,8 +444,16 @@ pub fn broadcast(a: &[usize], b: &[usize]) -> Result<Vec<usize>, String> {
     let r = a.len().max(b.len());
     let mut out = vec![0; r];
     for i in 0..r {
-        let da = if i + a.len() >= r { a[i + a.len() - r] } else { 1 };
-        let db = if i + b.len() >= r { b[i + b.len() - r] } else { 1 };
+        let da = if i + a.len() >= r {
+            a[i + a.len() - r]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= r {
+            b[i + b.len() - r]
+        } else {
+            1
+        };
         out[i] = match (da, db) {
             (x, y) if x == y => x,
             (1, y) => y,

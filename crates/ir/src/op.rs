@@ -30,29 +30,51 @@ pub enum Op {
     /// numpy matmul (batched, broadcasting).
     MatMul,
     /// Inputs: x, scale, bias, mean, var (each `[C]`).
-    BatchNorm { epsilon: f32 },
+    BatchNorm {
+        epsilon: f32,
+    },
     /// Elementwise activation of one input.
     Act(Activation),
     /// Inputs: x, slope (broadcast to x).
     PRelu,
     /// Binary elementwise op with broadcasting.
     Binary(BinaryOp),
-    Concat { axis: usize },
+    Concat {
+        axis: usize,
+    },
     Pool(PoolAttrs),
     /// Global pooling over all spatial axes (output keeps them as size 1).
     GlobalPool(PoolKind),
     /// Reshape to a concrete shape (also Flatten, Squeeze, Unsqueeze).
-    Reshape { shape: Vec<usize> },
-    Transpose { perm: Vec<usize> },
+    Reshape {
+        shape: Vec<usize>,
+    },
+    Transpose {
+        perm: Vec<usize>,
+    },
     /// Softmax along one axis (ONNX opset-13 semantics).
-    Softmax { axis: usize },
+    Softmax {
+        axis: usize,
+    },
     Resize(ResizeAttrs),
     /// Constant padding: `pads` = all begins then all ends, one per axis.
-    Pad { pads: Vec<usize>, value: f32 },
+    Pad {
+        pads: Vec<usize>,
+        value: f32,
+    },
     /// Local response normalisation across channels.
-    Lrn { size: usize, alpha: f32, beta: f32, bias: f32 },
+    Lrn {
+        size: usize,
+        alpha: f32,
+        beta: f32,
+        bias: f32,
+    },
     /// `(shift + scale * x) ^ power` (Caffe Power).
-    Power { power: f32, scale: f32, shift: f32 },
+    Power {
+        power: f32,
+        scale: f32,
+        shift: f32,
+    },
     Identity,
     /// An NNA compound operation (fused / quantized graphs only; see `nna_op.rs`).
     Nna(crate::NnaOp),
@@ -90,13 +112,21 @@ pub struct GemmAttrs {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Activation {
     Relu,
-    LeakyRelu { alpha: f32 },
+    LeakyRelu {
+        alpha: f32,
+    },
     /// Clamp to `[min, max]` (ReLU6 is `Clip{0, 6}`); unbounded sides are +-inf.
-    Clip { min: f32, max: f32 },
+    Clip {
+        min: f32,
+        max: f32,
+    },
     Sigmoid,
     Tanh,
     /// `max(0, min(1, alpha * x + beta))`.
-    HardSigmoid { alpha: f32, beta: f32 },
+    HardSigmoid {
+        alpha: f32,
+        beta: f32,
+    },
     /// `x * HardSigmoid(alpha = 1/6, beta = 1/2)(x)`.
     HardSwish,
 }

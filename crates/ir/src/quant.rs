@@ -31,7 +31,9 @@ impl fmt::Display for Quant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             // `{:e}` round-trips f32 exactly through the text form.
-            Quant::PerTensor { scale, zero_point } => write!(f, "q(scale={scale:e}, zp={zero_point})"),
+            Quant::PerTensor { scale, zero_point } => {
+                write!(f, "q(scale={scale:e}, zp={zero_point})")
+            }
             Quant::PerChannel { axis, scales } => {
                 write!(f, "qc(axis={axis}, scales=[")?;
                 for (i, s) in scales.iter().enumerate() {

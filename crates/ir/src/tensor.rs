@@ -56,7 +56,10 @@ impl Tensor {
     }
 
     pub fn scalar_f32(v: f32) -> Tensor {
-        Tensor { shape: vec![], data: TensorData::F32(vec![v]) }
+        Tensor {
+            shape: vec![],
+            data: TensorData::F32(vec![v]),
+        }
     }
 
     pub fn dtype(&self) -> DType {

@@ -15,7 +15,11 @@ pub struct TensorType {
 
 impl TensorType {
     pub fn new(dtype: DType, shape: Vec<usize>) -> Self {
-        TensorType { dtype, shape, quant: None }
+        TensorType {
+            dtype,
+            shape,
+            quant: None,
+        }
     }
 
     pub fn f32(shape: Vec<usize>) -> Self {
@@ -41,7 +45,11 @@ pub fn shape_str(shape: &[usize]) -> String {
     if shape.is_empty() {
         return "scalar".to_string();
     }
-    shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x")
+    shape
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join("x")
 }
 
 impl fmt::Display for TensorType {

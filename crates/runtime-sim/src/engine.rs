@@ -416,13 +416,13 @@ fn join(a: [usize; 2], b: [usize; 2]) -> [usize; 2] {
 
 /// The first conflict between `e` (earlier in program order) and `l` (later).
 fn conflict(e: &Footprint, l: &Footprint) -> Option<(HazardKind, (u64, u64))> {
-    if let Some(r) = l.reads.first_overlap(&e.writes) {
+    if let Some(r) = l.sram_reads.first_overlap(&e.sram_writes) {
         return Some((HazardKind::ReadAfterWrite, r));
     }
-    if let Some(r) = l.writes.first_overlap(&e.reads) {
+    if let Some(r) = l.sram_writes.first_overlap(&e.sram_reads) {
         return Some((HazardKind::WriteAfterRead, r));
     }
-    l.writes
-        .first_overlap(&e.writes)
+    l.sram_writes
+        .first_overlap(&e.sram_writes)
         .map(|r| (HazardKind::WriteAfterWrite, r))
 }

@@ -16,15 +16,13 @@ pub mod exec;
 mod footprint;
 mod io;
 mod memory;
-mod ranges;
 mod rng;
 mod sim;
 mod stats;
 
 pub use engine::Schedule;
 pub use error::{flags_text, Hazard, HazardKind, InstrRef, SimError};
-pub use footprint::{footprint, Footprint};
+pub use footprint::{footprint, Footprint, Intervals};
 pub use io::numel;
-pub use ranges::RangeSet;
 pub use sim::{run, Output, RunOptions, RunResult, Simulator};
 pub use stats::{OverflowSite, RunStats};

@@ -355,3 +355,56 @@ fn malformed_instruction_fields_give_errors_not_panics() {
         let _ = run(&program(p), &[], &opts(Schedule::Eager));
     }
 }
+
+/// Every variant of the pipeline with one flag operation removed: the run-time
+/// detector agrees with the isa crate's static hazard checker. A statically clean
+/// program runs under every two-queue schedule with identical outputs (the serial
+/// schedule may deadlock on it: a clean program may need the queues out of program
+/// order); a program the checker rejects fails under at least one schedule.
+#[test]
+fn run_time_detection_agrees_with_the_static_checker() {
+    let base = pipeline();
+    let mut variants = 0;
+    let mut rejected = 0;
+    for i in 0..base.len() - 1 {
+        let ops = *base[i].flags();
+        for list in 0..4 {
+            for flag in ops.lists()[list].iter() {
+                let mut p = base.clone();
+                let mut f = ops;
+                f.list_mut(list).remove(flag);
+                *p[i].flags_mut() = f;
+                let prog = program(p);
+                let report = nnac_isa::hazard::check_program(&prog).expect("checkable");
+                let results: Vec<_> = schedules()
+                    .into_iter()
+                    .map(|s| (s, run(&prog, &[], &opts(s))))
+                    .collect();
+                variants += 1;
+                if report.is_clean() {
+                    let eager = results[1].1.as_ref().expect("eager runs a clean program");
+                    for (s, r) in &results {
+                        match r {
+                            Ok(r) => {
+                                assert_eq!(r.outputs, eager.outputs, "#{i} without F{flag}, {s:?}")
+                            }
+                            Err(SimError::Deadlock(_)) if *s == Schedule::Serial => {}
+                            Err(e) => panic!("#{i} without F{flag}: clean statically, {s:?}: {e}"),
+                        }
+                    }
+                } else {
+                    rejected += 1;
+                    assert!(
+                        results.iter().any(|(_, r)| r.is_err()),
+                        "#{i} without F{flag}: the static checker reports {:?} but every schedule ran",
+                        report.lines()
+                    );
+                }
+            }
+        }
+    }
+    assert!(
+        variants > 20 && rejected > 5,
+        "{variants} variants, {rejected} rejected"
+    );
+}

@@ -9,10 +9,10 @@
 //! actually reached in a row is swept.
 
 use super::footprint::Space;
-use super::queues::{Queued, Queues};
+use super::queues::{hulls_meet, Queued, Queues};
 use super::report::{
-    suggest, Blocked, Conflict, Deadlock, FlagError, FlagErrorKind, HazardReport, Progress,
-    Race, RaceKind,
+    suggest, Blocked, Conflict, Deadlock, FlagError, FlagErrorKind, HazardReport, Progress, Race,
+    RaceKind,
 };
 use super::MAX_FINDINGS;
 use crate::flags::FlagSet;
@@ -121,8 +121,14 @@ impl<'a> Explorer<'a> {
     /// path is cut, as the simulator stops there) on a flag error.
     fn completes(&mut self, q: &Queued, i: usize, j: usize) -> bool {
         let mut ok = true;
-        let bad_clear = q.must_be_set.iter().filter(|&&f| self.q.value(i, j, f) <= 0);
-        let bad_set = q.must_be_clear.iter().filter(|&&f| self.q.value(i, j, f) > 0);
+        let bad_clear = q
+            .must_be_set
+            .iter()
+            .filter(|&&f| self.q.value(i, j, f) <= 0);
+        let bad_set = q
+            .must_be_clear
+            .iter()
+            .filter(|&&f| self.q.value(i, j, f) > 0);
         let errors: Vec<(u32, FlagErrorKind)> = bad_clear
             .map(|&f| (f, FlagErrorKind::ClearWhileClear))
             .chain(bad_set.map(|&f| (f, FlagErrorKind::SetWhileSet)))
@@ -205,6 +211,9 @@ impl<'a> Explorer<'a> {
     fn race(&mut self, i: usize, j: usize) {
         let q = self.q;
         let (d, c) = (&q.dma[i], &q.compute[j]);
+        if !hulls_meet(d, c) {
+            return;
+        }
         let conflicts = conflicts(d, c);
         let Some(first) = conflicts.first() else {
             return;
@@ -212,7 +221,11 @@ impl<'a> Explorer<'a> {
         if self.full(self.report.races.len()) {
             return;
         }
-        let (earlier, later) = if d.r.index < c.r.index { (d, c) } else { (c, d) };
+        let (earlier, later) = if d.r.index < c.r.index {
+            (d, c)
+        } else {
+            (c, d)
+        };
         let suggestion = suggest(first.kind, (earlier.r, &earlier.ops), (later.r, &later.ops));
         self.report.races.push(Race {
             dma: d.r,
@@ -234,13 +247,21 @@ fn conflicts(d: &Queued, c: &Queued) -> Vec<Conflict> {
             (
                 d.fp.writes(space),
                 c.fp.reads(space),
-                if dma_first { RaceKind::Raw } else { RaceKind::War },
+                if dma_first {
+                    RaceKind::Raw
+                } else {
+                    RaceKind::War
+                },
                 true,
             ),
             (
                 d.fp.reads(space),
                 c.fp.writes(space),
-                if dma_first { RaceKind::War } else { RaceKind::Raw },
+                if dma_first {
+                    RaceKind::War
+                } else {
+                    RaceKind::Raw
+                },
                 false,
             ),
         ];

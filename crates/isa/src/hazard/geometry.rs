@@ -22,7 +22,7 @@ pub fn tile_rects(start: u64, count: u64, w: u64) -> Vec<Rect> {
     if w == 0 {
         return out;
     }
-    if p % w != 0 && p < end {
+    if !p.is_multiple_of(w) && p < end {
         let y = p / w;
         let x1 = w.min(end - y * w);
         out.push(Rect {
@@ -64,10 +64,7 @@ fn tile_box(start: u64, count: u64, w: u64) -> ((i64, i64), (i64, i64)) {
     } else {
         (0, w - 1)
     };
-    (
-        (oy0 as i64, oy1 as i64),
-        (cols.0 as i64, cols.1 as i64),
-    )
+    ((oy0 as i64, oy1 as i64), (cols.0 as i64, cols.1 as i64))
 }
 
 /// Input rows (or columns) read for outputs `lo..=hi` along one axis, clipped to
@@ -110,22 +107,10 @@ pub struct DotInput {
 pub fn dot_input(d: &DotProduct, kind: DotKind) -> Option<DotInput> {
     let (rows, cols) = tile_box(d.pix_start.into(), d.pix_count.into(), d.out_w.into());
     let (y0, y1) = input_span(
-        kind,
-        rows,
-        d.stride_h,
-        d.pad_top,
-        d.dil_h,
-        d.kernel_h,
-        d.in_h,
+        kind, rows, d.stride_h, d.pad_top, d.dil_h, d.kernel_h, d.in_h,
     )?;
     let (x0, x1) = input_span(
-        kind,
-        cols,
-        d.stride_w,
-        d.pad_left,
-        d.dil_w,
-        d.kernel_w,
-        d.in_w,
+        kind, cols, d.stride_w, d.pad_left, d.dil_w, d.kernel_w, d.in_w,
     )?;
     let icpg = u64::from(d.in_c / d.groups);
     let ocpg = u64::from(d.out_c / d.groups);
@@ -214,13 +199,44 @@ mod tests {
         assert_eq!(
             r,
             vec![
-                Rect { y0: 0, rows: 1, x0: 3, x1: 8 },
-                Rect { y0: 1, rows: 1, x0: 0, x1: 8 },
-                Rect { y0: 2, rows: 1, x0: 0, x1: 7 },
+                Rect {
+                    y0: 0,
+                    rows: 1,
+                    x0: 3,
+                    x1: 8
+                },
+                Rect {
+                    y0: 1,
+                    rows: 1,
+                    x0: 0,
+                    x1: 8
+                },
+                Rect {
+                    y0: 2,
+                    rows: 1,
+                    x0: 0,
+                    x1: 7
+                },
             ]
         );
-        assert_eq!(tile_rects(0, 16, 8), vec![Rect { y0: 0, rows: 2, x0: 0, x1: 8 }]);
-        assert_eq!(tile_rects(2, 3, 8), vec![Rect { y0: 0, rows: 1, x0: 2, x1: 5 }]);
+        assert_eq!(
+            tile_rects(0, 16, 8),
+            vec![Rect {
+                y0: 0,
+                rows: 2,
+                x0: 0,
+                x1: 8
+            }]
+        );
+        assert_eq!(
+            tile_rects(2, 3, 8),
+            vec![Rect {
+                y0: 0,
+                rows: 1,
+                x0: 2,
+                x1: 5
+            }]
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! instruction: flag lists as small vectors, footprints, and prefix flag counts.
 
 use super::footprint::{footprint, Footprint};
+use super::intervals::Intervals;
 use super::report::InstrRef;
 use crate::flags::{FlagOps, FlagSet};
 use crate::hw::HwConfig;
@@ -19,6 +20,23 @@ pub struct Queued {
     /// Flags that must be clear when it completes (`set` but not `clear`).
     pub must_be_clear: Vec<u32>,
     pub fp: Footprint,
+    /// Hull of every SRAM and of every DRAM byte it touches (a quick race filter).
+    pub hulls: [Option<(u64, u64)>; 2],
+}
+
+fn hull(a: &Intervals, b: &Intervals) -> Option<(u64, u64)> {
+    match (a.hull(), b.hull()) {
+        (Some(x), Some(y)) => Some((x.0.min(y.0), x.1.max(y.1))),
+        (x, y) => x.or(y),
+    }
+}
+
+/// True if the hulls of `a` and `b` share a byte in some memory.
+pub fn hulls_meet(a: &Queued, b: &Queued) -> bool {
+    a.hulls.iter().zip(&b.hulls).any(|pair| match pair {
+        (Some(x), Some(y)) => x.0 < y.1 && y.0 < x.1,
+        _ => false,
+    })
 }
 
 fn list(s: FlagSet) -> Vec<u32> {
@@ -28,15 +46,26 @@ fn list(s: FlagSet) -> Vec<u32> {
 impl Queued {
     pub fn new(r: InstrRef, ins: &Instr, hw: &HwConfig) -> Queued {
         let ops = *ins.flags();
-        let set_only = FlagSet::of(&ops.set.iter().filter(|&f| !ops.clear.contains(f)).collect::<Vec<_>>());
+        let set_only = FlagSet::of(
+            &ops.set
+                .iter()
+                .filter(|&f| !ops.clear.contains(f))
+                .collect::<Vec<_>>(),
+        );
+        let fp = footprint(ins, hw);
+        let hulls = [
+            hull(&fp.sram_reads, &fp.sram_writes),
+            hull(&fp.dram_reads, &fp.dram_writes),
+        ];
         Queued {
             r,
             ops,
+            hulls,
             wait_set: list(ops.wait_set),
             wait_clear: list(ops.wait_clear),
             must_be_set: list(ops.clear),
             must_be_clear: list(set_only),
-            fp: footprint(ins, hw),
+            fp,
         }
     }
 }
@@ -127,6 +156,10 @@ impl Queues {
     /// The flags set in state (i, j).
     pub fn state(&self, i: usize, j: usize) -> FlagSet {
         let flags = self.dma_net.flags as u32;
-        FlagSet::of(&(0..flags).filter(|&f| self.value(i, j, f) > 0).collect::<Vec<_>>())
+        FlagSet::of(
+            &(0..flags)
+                .filter(|&f| self.value(i, j, f) > 0)
+                .collect::<Vec<_>>(),
+        )
     }
 }

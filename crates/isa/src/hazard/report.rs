@@ -151,11 +151,7 @@ impl fmt::Display for Blocked {
             write!(f, "{sep} {} clear", self.needs_clear.to_text())?;
         }
         if !self.never.is_empty() {
-            write!(
-                f,
-                " (no instruction ever changes {})",
-                self.never.to_text()
-            )?;
+            write!(f, " (no instruction ever changes {})", self.never.to_text())?;
         }
         Ok(())
     }
@@ -292,10 +288,19 @@ impl HazardReport {
 }
 
 /// Text naming the flag that would order `earlier` before `later`.
-pub fn suggest(kind: RaceKind, earlier: (InstrRef, &FlagOps), later: (InstrRef, &FlagOps)) -> String {
+pub fn suggest(
+    kind: RaceKind,
+    earlier: (InstrRef, &FlagOps),
+    later: (InstrRef, &FlagOps),
+) -> String {
     let (e, eo) = earlier;
     let (l, lo) = later;
-    let sets = FlagSet::of(&eo.set.iter().filter(|&f| !lo.wait_set.contains(f)).collect::<Vec<_>>());
+    let sets = FlagSet::of(
+        &eo.set
+            .iter()
+            .filter(|&f| !lo.wait_set.contains(f))
+            .collect::<Vec<_>>(),
+    );
     let clears = FlagSet::of(
         &eo.clear
             .iter()

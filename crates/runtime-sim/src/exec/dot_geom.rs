@@ -208,13 +208,6 @@ impl DotGeom {
         oc / self.ocpg
     }
 
-    /// Input channels `[c0, c1)` read by the tile.
-    pub fn in_channels(&self) -> (u64, u64) {
-        let g0 = self.group_of(self.oc_start);
-        let g1 = self.group_of(self.oc_start + self.oc_count - 1);
-        (g0 * self.icpg, (g1 + 1) * self.icpg)
-    }
-
     /// Input row feeding output row `oy` through kernel row `ky`, if any.
     pub fn in_row(&self, oy: u64, ky: u64) -> Option<u64> {
         map_axis(self.kind, oy, ky, self.pad_top, self.sh, self.dh, self.in_h)
@@ -231,19 +224,6 @@ impl DotGeom {
             self.dw,
             self.in_w,
         )
-    }
-
-    /// Input rows `[y0, y1)` the tile can read (empty when only padding is read).
-    pub fn in_rows(&self) -> (u64, u64) {
-        let (oy0, oy1) = self.pix.rows();
-        let taps =
-            (oy0..=oy1).flat_map(|oy| (0..self.kh).filter_map(move |ky| self.in_row(oy, ky)));
-        let (lo, hi) = taps.fold((u64::MAX, 0), |(lo, hi), iy| (lo.min(iy), hi.max(iy + 1)));
-        if lo >= hi {
-            (0, 0)
-        } else {
-            (lo, hi)
-        }
     }
 }
 

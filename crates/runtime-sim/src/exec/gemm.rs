@@ -121,6 +121,9 @@ mod avx2 {
         hsum(acc)
     }
 
+    /// Terms per cache block: a block of patch rows and four weight rows stay in L1/L2.
+    const KB: usize = 512;
+
     #[target_feature(enable = "avx2")]
     pub unsafe fn gemm(
         a: &[i16],
@@ -133,24 +136,35 @@ mod avx2 {
     ) {
         let (ap, bp) = (a.as_ptr(), b.as_ptr());
         let (r2, c4) = (rows / 2 * 2, cols / 4 * 4);
-        for c in (0..c4).step_by(4) {
-            let bs = [
-                bp.add(c * kpad),
-                bp.add((c + 1) * kpad),
-                bp.add((c + 2) * kpad),
-                bp.add((c + 3) * kpad),
-            ];
-            for r in (0..r2).step_by(2) {
-                let v = kernel_2x4([ap.add(r * kpad), ap.add((r + 1) * kpad)], bs, kpad);
-                for (i, row) in v.iter().enumerate() {
-                    out[(r + i) * ldo + c..(r + i) * ldo + c + 4].copy_from_slice(row);
+        for r in 0..rows {
+            out[r * ldo..r * ldo + cols].fill(0);
+        }
+        for k0 in (0..kpad).step_by(KB) {
+            let kn = KB.min(kpad - k0);
+            for c in (0..c4).step_by(4) {
+                let bs = [
+                    bp.add(c * kpad + k0),
+                    bp.add((c + 1) * kpad + k0),
+                    bp.add((c + 2) * kpad + k0),
+                    bp.add((c + 3) * kpad + k0),
+                ];
+                for r in (0..r2).step_by(2) {
+                    let v =
+                        kernel_2x4([ap.add(r * kpad + k0), ap.add((r + 1) * kpad + k0)], bs, kn);
+                    for (i, row) in v.iter().enumerate() {
+                        let o = &mut out[(r + i) * ldo + c..(r + i) * ldo + c + 4];
+                        for (x, y) in o.iter_mut().zip(row) {
+                            *x = x.wrapping_add(*y);
+                        }
+                    }
                 }
             }
-        }
-        for r in 0..rows {
-            let cs = if r < r2 { c4 } else { 0 };
-            for c in cs..cols {
-                out[r * ldo + c] = kernel_1x1(ap.add(r * kpad), bp.add(c * kpad), kpad);
+            for r in 0..rows {
+                let cs = if r < r2 { c4 } else { 0 };
+                for c in cs..cols {
+                    let v = kernel_1x1(ap.add(r * kpad + k0), bp.add(c * kpad + k0), kn);
+                    out[r * ldo + c] = out[r * ldo + c].wrapping_add(v);
+                }
             }
         }
     }
@@ -162,7 +176,7 @@ mod tests {
 
     #[test]
     fn kernels_agree_with_the_definition() {
-        let kpad = 48;
+        let kpad = 1040; // more than two cache blocks
         let (rows, cols) = (5, 7);
         let mut seed = 7u32;
         let mut next = || {

@@ -55,17 +55,6 @@ impl Tile {
         })
     }
 
-    /// SRAM ranges of the tile in tensor `t`.
-    pub fn ranges(&self, t: &Hwc) -> Vec<(u64, u64)> {
-        t.pixel_ranges(
-            self.pix.width,
-            self.pix.start,
-            self.pix.count,
-            self.c0,
-            self.cn,
-        )
-    }
-
     /// Calls `f(y, x)` for every pixel, in order.
     fn pixels(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         (self.pix.start..self.pix.end()).map(|p| self.pix.yx(p))

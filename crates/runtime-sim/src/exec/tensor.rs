@@ -22,30 +22,6 @@ impl Hwc {
     pub fn at(&self, y: u64, x: u64, c: u64) -> u64 {
         self.addr + y * self.row_pitch + x * self.pix_pitch + c
     }
-
-    /// Byte ranges `[c0, c0 + n)` of every pixel in the flattened range
-    /// `[p0, p0 + count)` of a tensor `width` pixels wide.
-    pub fn pixel_ranges(
-        &self,
-        width: u64,
-        p0: u64,
-        count: u64,
-        c0: u64,
-        n: u64,
-    ) -> Vec<(u64, u64)> {
-        (p0..p0 + count)
-            .map(|p| {
-                let a = self.at(p / width, p % width, c0);
-                (a, a + n)
-            })
-            .collect()
-    }
-
-    /// Byte ranges of channels `[c0, c0 + n)` of every pixel in rows `[y0, y1)`,
-    /// columns `[0, width)`.
-    pub fn row_ranges(&self, y0: u64, y1: u64, width: u64, c0: u64, n: u64) -> Vec<(u64, u64)> {
-        self.pixel_ranges(width, y0 * width, (y1 - y0) * width, c0, n)
-    }
 }
 
 /// The flattened pixel range of a tile, with its first and last (y, x).

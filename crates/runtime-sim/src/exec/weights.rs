@@ -51,8 +51,9 @@ pub fn convert_weights(g: &DotGeom, bytes: &[u8], signed: bool, kpad: usize) -> 
     let cols = cols as usize;
     parts.into_par_iter().for_each(|(block, j0, rows)| {
         let n = rows.len() / kpad;
-        for ic in 0..icpg {
-            for tap in 0..taps {
+        // Tap outer, channel inner: each row is written sequentially.
+        for tap in 0..taps {
+            for ic in 0..icpg {
                 let t = ic * taps + tap;
                 let v = &bytes[block + t * cols + j0..block + t * cols + j0 + n];
                 let kk = tap * icpg + ic;

@@ -1,0 +1,190 @@
+//! `nnac compile`: import, run the pass pipeline (fold, fuse, calibrate, quantize),
+//! lower to an NNA program and write the `.nnab` container.
+
+use super::common::{self, ModelArgs};
+use super::frames::{self, Preprocess};
+use crate::error::{write_atomic, CliError};
+use nnac_passes::{CalibMethod, DumpSpec, Frame, PassOptions};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Calibration data: `[INPUT=]PATH`, where PATH is an .npy (one frame or N
+    /// stacked), a PNG/JPEG, or a directory of them. Repeatable. INPUT may be omitted
+    /// for single-input models.
+    #[arg(long, value_name = "[INPUT=]PATH")]
+    pub calib: Vec<String>,
+    /// How activation ranges are chosen from calibration statistics.
+    #[arg(long, default_value = "percentile", value_parser = ["minmax", "percentile", "entropy"])]
+    pub calib_method: String,
+    #[command(flatten)]
+    pub pre: Preprocess,
+    /// Output program (default: the model's file stem + `.nnab`).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Hardware configuration TOML (default: the FSD NNA, 96x96, 32 MiB SRAM).
+    #[arg(long, value_name = "FILE")]
+    pub hw: Option<PathBuf>,
+    /// Write the IR after the named pass, or after every pass (`all`).
+    #[arg(long, value_name = "STAGE|all")]
+    pub dump_ir: Option<String>,
+    /// Directory for --dump-ir files (default: `<model stem>.dump`).
+    #[arg(long, value_name = "DIR")]
+    pub dump_dir: Option<PathBuf>,
+    /// Run the IR verifier after every pass (always on in debug builds).
+    #[arg(long)]
+    pub verify_each: bool,
+    /// Write the per-layer quantization report (SQNR, cosine, scales, accumulator
+    /// bounds) as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    pub quant_report: Option<PathBuf>,
+    /// No progress or summary output.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+pub fn load_hw(path: Option<&Path>) -> Result<nnac_isa::HwConfig, CliError> {
+    match path {
+        None => Ok(nnac_isa::HwConfig::fsd()),
+        Some(p) => nnac_isa::HwConfig::from_toml_file(p).map_err(|e| CliError::user(e.to_string())),
+    }
+}
+
+/// Parses the `--calib` arguments into frames keyed by input name.
+fn calib_frames(args: &Args, graph: &nnac_ir::Graph) -> Result<Vec<Frame>, CliError> {
+    let inputs: Vec<(String, nnac_ir::TensorType)> = graph
+        .inputs()
+        .iter()
+        .map(|&id| {
+            (
+                graph.node(id).name.clone(),
+                graph.node(id).outputs[0].clone(),
+            )
+        })
+        .collect();
+    if args.calib.is_empty() {
+        return Err(CliError::user(
+            "compile needs calibration data: --calib PATH (an .npy, an image, or a directory)",
+        ));
+    }
+    let mut per_input: BTreeMap<String, Vec<nnac_ir::Tensor>> = BTreeMap::new();
+    for spec in &args.calib {
+        let (name, path) = match spec.split_once('=') {
+            Some((n, p)) if inputs.iter().any(|(i, _)| i == n) => (n.to_string(), p),
+            _ if inputs.len() == 1 => (inputs[0].0.clone(), spec.as_str()),
+            _ => {
+                let names: Vec<&str> = inputs.iter().map(|(n, _)| n.as_str()).collect();
+                return Err(CliError::user(format!(
+                    "--calib {spec}: the model has inputs {names:?}; write --calib INPUT=PATH"
+                )));
+            }
+        };
+        let ty = &inputs
+            .iter()
+            .find(|(n, _)| *n == name)
+            .expect("name checked")
+            .1;
+        per_input
+            .entry(name.clone())
+            .or_default()
+            .extend(frames::load_frames(Path::new(path), &name, ty, &args.pre)?);
+    }
+    let counts: BTreeMap<&String, usize> = per_input.iter().map(|(k, v)| (k, v.len())).collect();
+    let n = counts.values().copied().max().unwrap_or(0);
+    if per_input.len() != inputs.len() || counts.values().any(|&c| c != n) {
+        return Err(CliError::user(format!(
+            "--calib must give the same number of frames for every input; got {counts:?} for inputs {:?}",
+            inputs.iter().map(|(n, _)| n).collect::<Vec<_>>()
+        )));
+    }
+    Ok((0..n)
+        .map(|i| {
+            per_input
+                .iter()
+                .map(|(k, v)| (k.clone(), v[i].clone()))
+                .collect()
+        })
+        .collect())
+}
+
+pub fn run(args: Args) -> Result<(), CliError> {
+    let hw = load_hw(args.hw.as_deref())?;
+    let graph = common::load(&args.model)?;
+    let frames = calib_frames(&args, &graph)?;
+    let stem = args
+        .model
+        .model
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "model".into());
+    let dump = args.dump_ir.as_ref().map(|stage| DumpSpec {
+        stage: (stage != "all").then(|| stage.clone()),
+        dir: args
+            .dump_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("{stem}.dump"))),
+    });
+    if let Some(DumpSpec { stage: Some(s), .. }) = &dump {
+        let names = nnac_passes::stage_names();
+        if !names.contains(&s.as_str()) {
+            return Err(CliError::user(format!(
+                "--dump-ir {s}: unknown stage; stages are all, {}",
+                names.join(", ")
+            )));
+        }
+    }
+    let opts = PassOptions {
+        calib_method: CalibMethod::from_name(&args.calib_method).expect("clap checked the value"),
+        verify_each: args.verify_each,
+        dump,
+        ..PassOptions::default()
+    };
+    let progress = !args.quiet && std::io::stderr().is_terminal();
+    if progress {
+        eprintln!(
+            "calibrating on {} frame(s) with {} ...",
+            frames.len(),
+            args.calib_method
+        );
+    }
+    let compiled = nnac_passes::compile_graph(graph, &frames, &opts)
+        .map_err(|e| CliError::user(e.to_string()))?;
+    let be_opts = nnac_backend_nna::BackendOptions {
+        source_model: args.model.model.display().to_string(),
+        compiler_version: env!("CARGO_PKG_VERSION").to_string(),
+        ..Default::default()
+    };
+    let (program, be_report) = nnac_backend_nna::lower(&compiled.graph, &hw, &be_opts)
+        .map_err(|e| CliError::user(e.to_string()))?;
+    let bytes = program
+        .write()
+        .map_err(|e| CliError::internal(format!("encoding the program: {e}")))?;
+    let out = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{stem}.nnab")));
+    if let Some(path) = &args.quant_report {
+        let json = serde_json::to_string_pretty(&compiled.report)
+            .map_err(|e| CliError::internal(format!("serializing the report: {e}")))?;
+        write_atomic(path, json.as_bytes())?;
+    }
+    write_atomic(&out, &bytes)?;
+    if !args.quiet {
+        println!("{}", compiled.report.table());
+        println!(
+            "wrote {}: {} bytes, {} DMA + {} compute instructions, SRAM peak {} B (lower bound {} B), {} flags",
+            out.display(),
+            bytes.len(),
+            be_report.dma_instrs,
+            be_report.compute_instrs,
+            be_report.sram_peak,
+            be_report.sram_lower_bound,
+            be_report.flags_used
+        );
+    }
+    Ok(())
+}
