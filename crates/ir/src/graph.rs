@@ -191,13 +191,7 @@ impl Graph {
 
     /// The inputs of a node, ordered by slot.
     pub fn node_inputs(&self, id: NodeId) -> Vec<Value> {
-        let mut e: Vec<(u16, Value)> = self
-            .dag
-            .edges_directed(id, Direction::Incoming)
-            .map(|e| (e.weight().slot, Value::new(e.source(), e.weight().port)))
-            .collect();
-        e.sort();
-        e.into_iter().map(|(_, v)| v).collect()
+        self.input_edges(id).into_iter().map(|(_, v)| v).collect()
     }
 
     /// Raw input edges `(slot, value)` of a node, sorted by slot (the verifier's view).
