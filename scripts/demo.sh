@@ -9,7 +9,7 @@ cd "$ROOT"
 
 bash scripts/setup.sh
 cargo build --release --locked --quiet
-NNAC="$ROOT/target/release/nnac"
+NNAC="${CARGO_TARGET_DIR:-$ROOT/target}/release/nnac"
 OUT="$ROOT/target/demo"
 IMG="$ROOT/.cache/models/images"
 rm -rf "$OUT" && mkdir -p "$OUT/calib"
