@@ -1,13 +1,14 @@
 //! Lowering of the compute ops: CONV / INNER_PRODUCT with fused pooling, SCALE and
 //! ELTWISE. Each builds its parameter buffers, an instruction template and its tiles.
 
+use crate::act::Act;
 use crate::job::{tiles, DotOpcode, Job, JobKind};
 use crate::lower::{Placed, Walk};
 use crate::params::{acc_bound, chan_table, i32_bytes, weight_blocks};
 use crate::simd::int_requant;
 use nnac_ir::{DotKind, DotOp, EltwiseOp, NodeId, PoolKind as IrPool, PoolStage, ScaleOp, Value};
 use nnac_isa::checks::DotKind as IsaDot;
-use nnac_isa::{DotProduct, EltOp, Eltwise, PoolKind, Scale};
+use nnac_isa::{DotProduct, EltOp, Eltwise, PoolKind, Scale, SimdInstr};
 
 /// Parameter images of one dot-product layer.
 struct DotParams {
@@ -56,23 +57,8 @@ impl Walk<'_> {
         let out_c = bias.len();
         let (fr, pairs) = int_requant(&d.epilogue, out_c)?;
         let mut t = DotProduct {
-            in_h: x.act.h,
-            in_w: x.act.w,
-            in_c: x.act.c,
-            in_row_pitch: x.act.row_pitch,
-            in_pix_pitch: x.act.pix_pitch,
             out_c: u32_of(out_c, "out_c")?,
-            stride_h: 1,
-            stride_w: 1,
-            dil_h: 1,
-            dil_w: 1,
-            groups: 1,
-            in_signed: x.act.signed,
-            w_signed: true,
-            bias_en: true,
-            in_zero: i16_of(x.act.zero_point, "input zero point")?,
-            simd: vec![fr],
-            ..DotProduct::default()
+            ..dot_base(&x.act, fr)?
         };
         let (opcode, isa_kind) = match &d.kind {
             DotKind::Conv(a) => {
@@ -213,27 +199,13 @@ impl Walk<'_> {
             })
             .collect::<Result<Vec<i32>, String>>()?;
         let mut t = DotProduct {
-            in_h: x.act.h,
-            in_w: x.act.w,
-            in_c: x.act.c,
-            in_row_pitch: x.act.row_pitch,
-            in_pix_pitch: x.act.pix_pitch,
             out_h: x.act.h,
             out_w: x.act.w,
             out_c: x.act.c,
             kernel_h: 1,
             kernel_w: 1,
-            stride_h: 1,
-            stride_w: 1,
-            dil_h: 1,
-            dil_w: 1,
             groups: x.act.c,
-            in_signed: x.act.signed,
-            w_signed: true,
-            bias_en: true,
-            in_zero: i16_of(x.act.zero_point, "input zero point")?,
-            simd: vec![fr],
-            ..DotProduct::default()
+            ..dot_base(&x.act, fr)?
         };
         pool_fields(&mut t, pool)?;
         let cols = self.hw.mac_cols as usize;
@@ -448,4 +420,28 @@ fn pool_fields(t: &mut DotProduct, p: &PoolStage) -> Result<(), String> {
         return Err("pool padding beyond 2".into());
     }
     Ok(())
+}
+
+/// The fields every dot-product instruction over activation `x` shares: its input
+/// tensor, int8 weights, int32 bias, the input zero point, the SIMD program, and
+/// unit stride, dilation and groups (callers override what differs).
+fn dot_base(x: &Act, simd: SimdInstr) -> Result<DotProduct, String> {
+    Ok(DotProduct {
+        in_h: x.h,
+        in_w: x.w,
+        in_c: x.c,
+        in_row_pitch: x.row_pitch,
+        in_pix_pitch: x.pix_pitch,
+        stride_h: 1,
+        stride_w: 1,
+        dil_h: 1,
+        dil_w: 1,
+        groups: 1,
+        in_signed: x.signed,
+        w_signed: true,
+        bias_en: true,
+        in_zero: i16_of(x.zero_point, "input zero point")?,
+        simd: vec![simd],
+        ..DotProduct::default()
+    })
 }
