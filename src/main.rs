@@ -33,6 +33,8 @@ enum Command {
     Verify(cmd::verify::Args),
     /// Run a .nnab program on the functional simulator.
     Run(cmd::run::Args),
+    /// Where a program's cycles go: cycle-approximate timing, per layer, against the shape bound.
+    Profile(cmd::profile::Args),
 }
 
 fn main() {
@@ -53,6 +55,7 @@ fn main() {
         Command::Disasm(a) => cmd::disasm::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Run(a) => cmd::run::run(a),
+        Command::Profile(a) => cmd::profile::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

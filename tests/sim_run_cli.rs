@@ -57,6 +57,7 @@ fn copy_program(dir: &Path) -> PathBuf {
             io("y:0", IoDir::Output, 16, 0.25, 0),
         ],
         host_ops: None,
+        layers: None,
         meta: Metadata::default(),
     };
     let path = dir.join("copy.nnab");

@@ -4,10 +4,11 @@
 use super::common::{self, ModelArgs};
 use super::frames::{self, Preprocess};
 use crate::error::{write_atomic, CliError};
-use nnac_passes::{CalibMethod, DumpSpec, Frame, PassOptions};
+use nnac_passes::{CalibMethod, DumpSpec, Frame, PassOptions, Progress, ProgressEvent};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -45,6 +46,10 @@ pub struct Args {
     /// No progress or summary output.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Print the wall time of every stage (import, each pass, calibration,
+    /// quantization, report, each backend stage, encoding) to stderr.
+    #[arg(long)]
+    pub time_passes: bool,
 }
 
 pub fn load_hw(path: Option<&Path>) -> Result<nnac_isa::HwConfig, CliError> {
@@ -54,8 +59,13 @@ pub fn load_hw(path: Option<&Path>) -> Result<nnac_isa::HwConfig, CliError> {
     }
 }
 
-/// Parses the `--calib` arguments into frames keyed by input name.
-fn calib_frames(args: &Args, graph: &nnac_ir::Graph) -> Result<Vec<Frame>, CliError> {
+/// Parses the `--calib` arguments into frames keyed by input name (also used by
+/// `eval --quantized`).
+pub fn calib_frames(
+    calib: &[String],
+    pre: &Preprocess,
+    graph: &nnac_ir::Graph,
+) -> Result<Vec<Frame>, CliError> {
     let inputs: Vec<(String, nnac_ir::TensorType)> = graph
         .inputs()
         .iter()
@@ -66,13 +76,13 @@ fn calib_frames(args: &Args, graph: &nnac_ir::Graph) -> Result<Vec<Frame>, CliEr
             )
         })
         .collect();
-    if args.calib.is_empty() {
+    if calib.is_empty() {
         return Err(CliError::user(
-            "compile needs calibration data: --calib PATH (an .npy, an image, or a directory)",
+            "quantization needs calibration data: --calib PATH (an .npy, an image, or a directory)",
         ));
     }
     let mut per_input: BTreeMap<String, Vec<nnac_ir::Tensor>> = BTreeMap::new();
-    for spec in &args.calib {
+    for spec in calib {
         let (name, path) = match spec.split_once('=') {
             Some((n, p)) if inputs.iter().any(|(i, _)| i == n) => (n.to_string(), p),
             _ if inputs.len() == 1 => (inputs[0].0.clone(), spec.as_str()),
@@ -91,7 +101,7 @@ fn calib_frames(args: &Args, graph: &nnac_ir::Graph) -> Result<Vec<Frame>, CliEr
         per_input
             .entry(name.clone())
             .or_default()
-            .extend(frames::load_frames(Path::new(path), &name, ty, &args.pre)?);
+            .extend(frames::load_frames(Path::new(path), &name, ty, pre)?);
     }
     let counts: BTreeMap<&String, usize> = per_input.iter().map(|(k, v)| (k, v.len())).collect();
     let n = counts.values().copied().max().unwrap_or(0);
@@ -111,10 +121,34 @@ fn calib_frames(args: &Args, graph: &nnac_ir::Graph) -> Result<Vec<Frame>, CliEr
         .collect())
 }
 
+/// Width of the progress bar in characters.
+const BAR: usize = 30;
+
+/// Draws one progress line on stderr (`\r`, redrawn in place; only on a terminal).
+fn draw_progress(e: ProgressEvent) {
+    let line = match e {
+        ProgressEvent::Calibrate { done, total } => {
+            let fill = done * BAR / total.max(1);
+            format!(
+                "calibrating [{}{}] {done}/{total} frames",
+                "#".repeat(fill),
+                " ".repeat(BAR - fill)
+            )
+        }
+        ProgressEvent::Report { frames, layers } => {
+            format!("measuring int8 vs float: {layers} layers on {frames} frame(s) ...")
+        }
+    };
+    eprint!("\r\x1b[K{line}");
+}
+
 pub fn run(args: Args) -> Result<(), CliError> {
+    let mut times = StageTimes::default();
     let hw = load_hw(args.hw.as_deref())?;
     let graph = common::load(&args.model)?;
-    let frames = calib_frames(&args, &graph)?;
+    times.lap("import");
+    let frames = calib_frames(&args.calib, &args.pre, &graph)?;
+    times.lap("load calibration frames");
     let stem = args
         .model
         .model
@@ -137,22 +171,20 @@ pub fn run(args: Args) -> Result<(), CliError> {
             )));
         }
     }
+    let show_progress = !args.quiet && std::io::stderr().is_terminal();
     let opts = PassOptions {
         calib_method: CalibMethod::from_name(&args.calib_method).expect("clap checked the value"),
         verify_each: args.verify_each,
         dump,
+        progress: show_progress.then(|| Progress(Arc::new(draw_progress))),
         ..PassOptions::default()
     };
-    let progress = !args.quiet && std::io::stderr().is_terminal();
-    if progress {
-        eprintln!(
-            "calibrating on {} frame(s) with {} ...",
-            frames.len(),
-            args.calib_method
-        );
+    let compiled = nnac_passes::compile_graph(graph, &frames, &opts);
+    if show_progress {
+        eprint!("\r\x1b[K");
     }
-    let compiled = nnac_passes::compile_graph(graph, &frames, &opts)
-        .map_err(|e| CliError::user(e.to_string()))?;
+    let compiled = compiled.map_err(|e| CliError::user(e.to_string()))?;
+    times.add_passes(&compiled.report.pass_ms);
     let be_opts = nnac_backend_nna::BackendOptions {
         source_model: args.model.model.display().to_string(),
         compiler_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -160,6 +192,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     };
     let (program, be_report) = nnac_backend_nna::lower(&compiled.graph, &hw, &be_opts)
         .map_err(|e| CliError::user(e.to_string()))?;
+    times.add_backend(&be_report.stage_us);
     let bytes = program
         .write()
         .map_err(|e| CliError::internal(format!("encoding the program: {e}")))?;
@@ -173,6 +206,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
         write_atomic(path, json.as_bytes())?;
     }
     write_atomic(&out, &bytes)?;
+    times.lap("encode + write");
+    if args.time_passes {
+        eprint!("{}", nnac_passes::report::time_table(&times.rows));
+    }
     if !args.quiet {
         println!("{}", compiled.report.table());
         println!(
@@ -185,6 +222,62 @@ pub fn run(args: Args) -> Result<(), CliError> {
             be_report.sram_lower_bound,
             be_report.flags_used
         );
+        print_spills(&be_report);
     }
     Ok(())
+}
+
+/// DRAM spill/fill traffic and the layers split into row bands / weight groups.
+fn print_spills(r: &nnac_backend_nna::BackendReport) {
+    println!(
+        "spill {} B, fill {} B ({} activations kept in DRAM), {} weight buffers prefetched early, {} placement round(s)",
+        r.spill_bytes, r.fill_bytes, r.spilled_values, r.prefetched_early, r.plan_rounds
+    );
+    for s in &r.splits {
+        println!(
+            "  split {}: {} row band(s) x {} weight group(s)",
+            s.layer, s.bands, s.groups
+        );
+    }
+}
+
+/// Wall time of consecutive stages for `--time-passes`: [`StageTimes::lap`] closes
+/// the stage that ran since the previous lap; the pass pipeline and the backend report
+/// their own stages, which are taken over as they are.
+struct StageTimes {
+    last: std::time::Instant,
+    rows: Vec<(String, f64)>,
+}
+
+impl Default for StageTimes {
+    fn default() -> Self {
+        StageTimes {
+            last: std::time::Instant::now(),
+            rows: Vec::new(),
+        }
+    }
+}
+
+impl StageTimes {
+    fn lap(&mut self, stage: &str) {
+        let now = std::time::Instant::now();
+        self.rows
+            .push((stage.to_string(), (now - self.last).as_secs_f64() * 1e3));
+        self.last = now;
+    }
+
+    /// Stages timed elsewhere that ran since the last lap.
+    fn add_passes(&mut self, passes: &[(String, f64)]) {
+        self.rows.extend(passes.iter().cloned());
+        self.last = std::time::Instant::now();
+    }
+
+    fn add_backend(&mut self, stages: &[(String, u64)]) {
+        self.rows.extend(
+            stages
+                .iter()
+                .map(|(s, us)| (format!("backend {s}"), *us as f64 / 1e3)),
+        );
+        self.last = std::time::Instant::now();
+    }
 }

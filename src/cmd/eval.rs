@@ -1,4 +1,6 @@
-//! `nnac eval`: run a model on the float reference interpreter.
+//! `nnac eval`: run a model on the float reference interpreter, or with `--quantized`
+//! (and `--calib`, as for `compile`) on the quantized reference interpreter over the
+//! compiled int8 graph; its outputs are dequantized to float32 (same convention).
 //!
 //! Inputs come from `.npy` files (`--input NAME=FILE.npy`, or just `FILE.npy` for a
 //! single-input model). A file may carry one extra leading axis `N`: the model then
@@ -8,10 +10,13 @@
 //! `.`, `-` and `_` become `_`) into `--output-dir`, only once every frame has run.
 
 use crate::cmd::common::{load, ModelArgs};
+use crate::cmd::compile::calib_frames;
+use crate::cmd::frames::Preprocess;
 use crate::error::{write_atomic, CliError};
 use nnac_interp::npy::{encode_npy, read_npy};
 use nnac_interp::run_float;
 use nnac_ir::{shape_str, Graph, Tensor, TensorData, TensorType};
+use nnac_passes::{run_quantized, CalibMethod, PassOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -27,6 +32,52 @@ pub struct Args {
     /// Directory for the `<output>.npy` files (created if missing).
     #[arg(long = "output-dir", value_name = "DIR", default_value = ".")]
     pub output_dir: PathBuf,
+    /// Run the int8 model: fold, fuse, calibrate on `--calib` and quantize as `compile`
+    /// does, then run the quantized reference interpreter (outputs dequantized).
+    #[arg(long, requires = "calib")]
+    pub quantized: bool,
+    /// Calibration data for `--quantized` (as `compile --calib`).
+    #[arg(long, value_name = "[INPUT=]PATH")]
+    pub calib: Vec<String>,
+    /// Calibration method for `--quantized`.
+    #[arg(long, default_value = "percentile", value_parser = ["minmax", "percentile", "entropy"])]
+    pub calib_method: String,
+    #[command(flatten)]
+    pub pre: Preprocess,
+}
+
+/// The model `eval` runs: the float graph, or the compiled int8 graph.
+enum Runner {
+    Float(Graph),
+    Quantized(Graph),
+}
+
+impl Runner {
+    fn new(graph: Graph, args: &Args) -> Result<Runner, CliError> {
+        if !args.quantized {
+            if !args.calib.is_empty() {
+                return Err(CliError::user("--calib is only used with --quantized"));
+            }
+            return Ok(Runner::Float(graph));
+        }
+        let frames = calib_frames(&args.calib, &args.pre, &graph)?;
+        let opts = PassOptions {
+            calib_method: CalibMethod::from_name(&args.calib_method)
+                .expect("clap checked the value"),
+            ..PassOptions::default()
+        };
+        let compiled = nnac_passes::compile_graph(graph, &frames, &opts)
+            .map_err(|e| CliError::user(e.to_string()))?;
+        Ok(Runner::Quantized(compiled.graph))
+    }
+
+    fn run(&self, inputs: &BTreeMap<String, Tensor>) -> Result<BTreeMap<String, Tensor>, CliError> {
+        match self {
+            Runner::Float(g) => run_float(g, inputs).map_err(|e| e.to_string()),
+            Runner::Quantized(g) => run_quantized(g, inputs).map_err(|e| e.to_string()),
+        }
+        .map_err(|e| CliError::user(format!("evaluation failed: {e}")))
+    }
 }
 
 /// One graph input's data: a single frame or `frames` stacked along a new axis 0.
@@ -49,6 +100,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         feeds.insert(name.clone(), read_feed(name, ty, path)?);
     }
     let frames = frame_count(&feeds)?;
+    let runner = Runner::new(graph.clone(), &args)?;
     let start = Instant::now();
     let mut results: BTreeMap<String, Vec<Tensor>> = BTreeMap::new();
     for f in 0..frames.unwrap_or(1) {
@@ -56,8 +108,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             .iter()
             .map(|(n, feed)| (n.clone(), frame_of(feed, f)))
             .collect();
-        let out = run_float(&graph, &inputs)
-            .map_err(|e| CliError::user(format!("evaluation failed: {e}")))?;
+        let out = runner.run(&inputs)?;
         for (name, t) in out {
             results.entry(name).or_default().push(t);
         }
@@ -67,7 +118,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
     write_outputs(&args.output_dir, &outputs)?;
     let n = frames.unwrap_or(1);
     println!(
-        "ran {n} frame(s) in {:.1} ms ({:.1} ms per frame)",
+        "ran {n} frame(s) {} in {:.1} ms ({:.1} ms per frame)",
+        if args.quantized { "int8" } else { "float" },
         elapsed.as_secs_f64() * 1e3,
         elapsed.as_secs_f64() * 1e3 / n as f64
     );

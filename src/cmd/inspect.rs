@@ -3,11 +3,17 @@
 //! The output starts with a summary (model, nodes by op, parameters, inputs and
 //! outputs) written as `//` comments, which both the IR text parser and Graphviz
 //! ignore. The text form elides constants with more than 16 elements unless `--full`
-//! is given (only the full form parses back).
+//! is given (only the full form parses back). With `--calib` the model is also
+//! compiled (fold, fuse, calibrate, quantize) and the quantization table `compile`
+//! prints (per-layer SQNR, cosine, scales, accumulator bounds; passes'
+//! `Report::table()`) is appended as `//` comments.
 
 use crate::cmd::common::{load, ModelArgs};
+use crate::cmd::compile::calib_frames;
+use crate::cmd::frames::Preprocess;
 use crate::error::{write_atomic, CliError};
 use nnac_ir::{print_with, shape_str, to_dot, verify, Graph, PrintOptions, TensorType};
+use nnac_passes::{CalibMethod, PassOptions};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -36,6 +42,31 @@ pub struct Args {
     /// Write to this file instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Calibration data (as `compile --calib`): adds the quantization table.
+    #[arg(long, value_name = "[INPUT=]PATH")]
+    pub calib: Vec<String>,
+    /// Calibration method for the quantization table.
+    #[arg(long, default_value = "percentile", value_parser = ["minmax", "percentile", "entropy"])]
+    pub calib_method: String,
+    #[command(flatten)]
+    pub pre: Preprocess,
+}
+
+/// The quantization table of `g` calibrated on `--calib`, as `//` comment lines.
+fn quant_table(g: &Graph, args: &Args) -> Result<String, CliError> {
+    let frames = calib_frames(&args.calib, &args.pre, g)?;
+    let opts = PassOptions {
+        calib_method: CalibMethod::from_name(&args.calib_method).expect("clap checked the value"),
+        ..PassOptions::default()
+    };
+    let compiled = nnac_passes::compile_graph(g.clone(), &frames, &opts)
+        .map_err(|e| CliError::user(e.to_string()))?;
+    Ok(compiled
+        .report
+        .table()
+        .lines()
+        .map(|l| format!("// {l}\n"))
+        .collect())
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
@@ -49,6 +80,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
         )));
     }
     let mut out = summary(&g, &args.model.model.display().to_string());
+    if !args.calib.is_empty() {
+        out.push_str(&quant_table(&g, &args)?);
+    }
     match args.format {
         Format::Text => {
             let limit = (!args.full).then_some(ELIDE_OVER);

@@ -5,5 +5,6 @@ pub mod disasm;
 pub mod eval;
 pub mod frames;
 pub mod inspect;
+pub mod profile;
 pub mod run;
 pub mod verify;

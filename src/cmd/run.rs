@@ -251,6 +251,14 @@ fn stack_outputs(
         let data = match (raw, d.dtype) {
             (true, IoDtype::Int8) => TensorData::I8(codes.iter().map(|&b| b as i8).collect()),
             (true, IoDtype::Uint8) => TensorData::U8(codes),
+            // The container refuses program outputs wider than 8 bits.
+            (true, other) => {
+                return Err(CliError::internal(format!(
+                    "output '{}' has dtype {}, not an 8-bit code type",
+                    d.name,
+                    other.name()
+                )))
+            }
             (false, dt) => TensorData::F32(
                 codes
                     .iter()
@@ -322,10 +330,12 @@ fn report(stats: &RunStats, frames: usize, tensors: &[(String, Tensor)]) {
         .map(|(n, t)| format!("{n} {:?}", t.shape))
         .collect();
     println!(
-        "ran {frames} frame(s): {} instructions ({} DMA, {} compute), {} MACs, {} DMA bytes; outputs: {}",
+        "ran {frames} frame(s): {} instructions ({} DMA, {} compute), {} segments, {} host ops, {} MACs, {} DMA bytes; outputs: {}",
         stats.instructions,
         stats.dma_instructions,
         stats.compute_instructions,
+        stats.segments,
+        stats.host_ops,
         stats.macs,
         stats.dma_bytes,
         names.join(", ")

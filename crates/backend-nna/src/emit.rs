@@ -17,14 +17,15 @@ fn dot_tile(
     t: &nnac_isa::DotProduct,
     addrs: &[u64],
     bufs: &[Loc; 5],
-    block: u32,
+    (block, w_group0): (u32, u32),
     cols: u32,
     tile: &Tile,
 ) -> nnac_isa::DotProduct {
     let mut d = t.clone();
     let oc = u64::from(tile.c_start);
     d.in_addr = addr(addrs, bufs[0], 0);
-    d.w_addr = addr(addrs, bufs[1], oc / u64::from(cols) * u64::from(block));
+    let group = oc / u64::from(cols) - u64::from(w_group0);
+    d.w_addr = addr(addrs, bufs[1], group * u64::from(block));
     d.out_addr = addr(addrs, bufs[2], 0);
     d.bias_addr = addr(addrs, bufs[3], 4 * oc);
     d.chan_addr = addr(addrs, bufs[4], 16 * oc);
@@ -53,11 +54,12 @@ fn job_instrs(job: &Job, addrs: &[u64], hw: &HwConfig) -> Vec<Instr> {
             t,
             bufs,
             block,
+            w_group0,
             tiles,
         } => tiles
             .iter()
             .map(|tile| {
-                let d = dot_tile(t, addrs, bufs, *block, hw.mac_cols, tile);
+                let d = dot_tile(t, addrs, bufs, (*block, *w_group0), hw.mac_cols, tile);
                 match opcode {
                     DotOpcode::Conv => Instr::Conv(d),
                     DotOpcode::Deconv => Instr::Deconv(d),
@@ -90,19 +92,26 @@ fn job_instrs(job: &Job, addrs: &[u64], hw: &HwConfig) -> Vec<Instr> {
                 Instr::Eltwise(e)
             })
             .collect(),
+        JobKind::Stop => vec![Instr::Stop(Default::default())],
     }
+}
+
+/// What [`emit`] produces, one entry per instruction in every vector.
+pub struct Emitted {
+    pub instrs: Vec<Instr>,
+    /// The buffers each instruction reads and writes.
+    pub access: Vec<Access>,
+    /// The index of the job (and so the layer) each instruction comes from.
+    pub job: Vec<usize>,
 }
 
 /// All instructions (without flags and STOP), checked, with the buffers each one
 /// reads and writes.
-pub fn emit(
-    jobs: &[Job],
-    addrs: &[u64],
-    hw: &HwConfig,
-) -> Result<(Vec<Instr>, Vec<Access>), BackendError> {
+pub fn emit(jobs: &[Job], addrs: &[u64], hw: &HwConfig) -> Result<Emitted, BackendError> {
     let mut out = Vec::new();
     let mut access = Vec::new();
-    for job in jobs {
+    let mut of_job = Vec::new();
+    for (j, job) in jobs.iter().enumerate() {
         let (reads, writes) = job.kind.access();
         for ins in job_instrs(job, addrs, hw) {
             access.push(Access {
@@ -115,7 +124,12 @@ pub fn emit(
             ins.encode_into(&mut scratch)
                 .map_err(|e| emit_err(&job.node, format!("{}: {}", ins.mnemonic(), e.message)))?;
             out.push(ins);
+            of_job.push(j);
         }
     }
-    Ok((out, access))
+    Ok(Emitted {
+        instrs: out,
+        access,
+        job: of_job,
+    })
 }

@@ -10,7 +10,8 @@ pub enum BackendError {
     NotQuantized { node: String, detail: String },
     /// Nodes the NNA backend cannot lower yet: `(node, reason)`, all of them at once.
     Unsupported(Vec<(String, String)>),
-    /// The live tensors of a layer do not fit in SRAM.
+    /// A layer does not fit in SRAM even split into its smallest pieces (one output
+    /// row band, one weight group, activations spilled to DRAM).
     SramFull {
         node: String,
         needed: u64,
@@ -39,7 +40,7 @@ impl fmt::Display for BackendError {
             }
             BackendError::SramFull { node, needed, sram } => write!(
                 f,
-                "layer '{node}': needs {needed} bytes of SRAM live at once, the SRAM has {sram} (no spilling yet)"
+                "layer '{node}': needs {needed} bytes of SRAM live at once (split into its smallest row band and weight group, activations in DRAM where possible), the SRAM has {sram}"
             ),
             BackendError::Emit { node, detail } => write!(f, "layer '{node}': {detail}"),
         }

@@ -36,6 +36,9 @@ pub enum JobKind {
         bufs: [Loc; 5],
         /// Bytes of one weight block (`K * mac_cols`).
         block: u32,
+        /// The first weight group (of `mac_cols` channels) the weight buffer holds
+        /// (non-zero when a split layer streams its weights group by group).
+        w_group0: u32,
         tiles: Vec<Tile>,
     },
     Scale {
@@ -50,6 +53,8 @@ pub enum JobKind {
         bufs: [Loc; 4],
         tiles: Vec<Tile>,
     },
+    /// STOP: ends a segment; the host ops after it run on DRAM (`lower_host.rs`).
+    Stop,
 }
 
 impl JobKind {
@@ -66,6 +71,7 @@ impl JobKind {
             JobKind::Eltwise { bufs, .. } => {
                 (vec![bufs[0].0, bufs[1].0, bufs[3].0], vec![bufs[2].0])
             }
+            JobKind::Stop => (vec![], vec![]),
         }
     }
 }

@@ -8,8 +8,28 @@
 //! into instructions (one per tile), each checked with `check_instr`; [`sync`] adds
 //! the dependency flags (conflict-based, falling back to full serialisation).
 //!
-//! Not yet: fp32 SIMD epilogues (`Requant::Float`), host ops, concatenation other
-//! than in-place on axis 1, spilling layers that do not fit in SRAM.
+//! [`simd`] builds the SIMD program and channel entries of every epilogue (integer
+//! FUSED_RELU path and the fp32 path of sigmoid, tanh, hard-sigmoid/-swish, leaky
+//! ReLU and PReLU).
+//!
+//! Host ops (`lower_host.rs`): ops the NNA has no instruction for run on the host
+//! between segments; their operands go to DRAM before a STOP and their results come
+//! back by DMA only when an NNA op reads them.
+//!
+//! When the buffers do not fit in SRAM (docs/ARCHITECTURE.md, "Backend: SRAM
+//! placement, splitting, spill and prefetch"): [`plan`] refines a spill/split plan and
+//! the walk runs again; [`spill`] keeps spilled activations in DRAM between layers
+//! (spill after the producer, fill before each consumer, in the graph's own I/O
+//! tensors or a spill area appended to the DRAM image); [`split`] runs a dot-product
+//! layer in bands of output rows (input rows with halo) and chunks of streamed
+//! 96-channel weight groups; a layer whose smallest piece (one row band, one weight
+//! group) does not fit is [`BackendError::SramFull`]. [`prefetch`] then moves every
+//! parameter load as far ahead as free SRAM allows.
+//!
+//! `split_px.rs` runs ELTWISE / SCALE in bands of rows the same way.
+//!
+//! Not yet: concatenation other than on axis 1; splitting a concatenation whose
+//! output stays in SRAM (its output must fit whole).
 //!
 //! Layouts (docs/ISA.md section 4): activations HWC with `PP = C` rounded up to 8 and
 //! `RP = W*PP`; weights in groups of `mac_cols` output channels, one contiguous
@@ -22,12 +42,20 @@ mod emit;
 mod error;
 pub mod job;
 mod lower;
+mod lower_host;
 mod lower_ops;
 pub mod params;
-mod simd;
+pub mod plan;
+pub mod prefetch;
+pub mod seq_rule;
+pub mod simd;
+pub mod spill;
+pub mod split;
+mod split_px;
 pub mod sync;
 
 pub use error::BackendError;
+pub use spill::SplitLayer;
 
 use nnac_ir::{Graph, Op};
 use nnac_isa::{DramImage, HwConfig, Instr, Metadata, Program};
@@ -49,6 +77,11 @@ pub struct BackendOptions {
     pub source_model: String,
     /// Recorded in the program metadata.
     pub compiler_version: String,
+    /// Refuse a program whose dot-product instructions break the address
+    /// sequencer's slice rule (docs/ISA.md 4.1) instead of listing the layers in
+    /// [`BackendReport::slice_rule`]. Off by default: the HWC layout cannot meet the
+    /// rule for tensors wider than 36 channels (18 at stride 2).
+    pub enforce_slice_rule: bool,
 }
 
 /// One lowered layer.
@@ -65,7 +98,8 @@ pub struct BackendReport {
     pub layers: Vec<LayerReport>,
     pub dma_instrs: usize,
     pub compute_instrs: usize,
-    /// Highest SRAM byte used + 1.
+    /// Highest SRAM byte used + 1 (weights placed to be prefetched early may use
+    /// free SRAM above what the buffers live at one time need).
     pub sram_peak: u64,
     /// Largest total size of simultaneously live buffers (lower bound of the peak).
     pub sram_lower_bound: u64,
@@ -75,6 +109,24 @@ pub struct BackendReport {
     /// (worst case over all codes, not over calibrated ranges): the passes' bound
     /// should keep this empty; listed, not refused.
     pub acc_overflow_risk: Vec<String>,
+    /// Layers whose activation packets break the address sequencer's slice rule
+    /// (docs/ISA.md 4.1), with their widest slice.
+    pub slice_rule: Vec<seq_rule::SliceViolation>,
+    /// Activation bytes written to DRAM between layers (spills).
+    pub spill_bytes: u64,
+    /// Activation bytes read back from DRAM (fills; band halos counted per band).
+    pub fill_bytes: u64,
+    /// Activations kept in DRAM between layers.
+    pub spilled_values: usize,
+    /// Layers lowered in row bands and/or streamed weight groups.
+    pub splits: Vec<SplitLayer>,
+    /// Parameter buffers loaded more than one step before they are needed.
+    pub prefetched_early: usize,
+    /// Walks the spill/split planner needed (1: everything fitted at once).
+    pub plan_rounds: usize,
+    /// Wall time per stage in microseconds (lower, alloc, emit, flags, hazard check;
+    /// `nnac compile --time-passes`). Not deterministic: never part of a program.
+    pub stage_us: Vec<(String, u64)>,
 }
 
 fn check_graph(g: &Graph) -> Result<(), BackendError> {
@@ -104,6 +156,7 @@ pub fn lower(
     hw: &HwConfig,
     opts: &BackendOptions,
 ) -> Result<(Program, BackendReport), BackendError> {
+    let mut clock = StageClock::start();
     check_graph(graph)?;
     hw.validate().map_err(|e| BackendError::Emit {
         node: graph.name.clone(),
@@ -114,25 +167,49 @@ pub fn lower(
     } else {
         opts.tile_pixels
     };
-    let low = lower::Walk::new(graph, hw, tp).run()?;
-    let placed =
-        alloc::place(&low.bufs, hw.sram_bytes, SRAM_ALIGN).map_err(|e| BackendError::SramFull {
-            node: e.owner,
-            needed: e.needed,
-            sram: hw.sram_bytes,
-        })?;
-    let (mut instrs, access) = emit::emit(&low.jobs, &placed.addrs, hw)?;
+    let (mut low, placed, rounds) = plan_and_place(graph, hw, tp)?;
+    clock.lap("lower+alloc");
+    // Prefetch as far as the flags allow: each window (in layers) is tried until
+    // the flag assignment fits; serialised queues never overlap, so get none.
     let span = |b: usize| (placed.addrs[b], placed.addrs[b] + low.bufs[b].size);
-    let assigned = if opts.serialise {
-        None
-    } else {
-        let mut trial = instrs.clone();
-        let n = sync::assign(&mut trial, &access, &span, hw.flags);
-        if n.is_some() {
-            instrs = trial;
+    let windows = prefetch::windows(hw.flags, opts.serialise);
+    let (mut early, mut assigned, mut trial) = (0, None, None);
+    for &w in &windows {
+        let mut jobs = low.jobs.clone();
+        early = prefetch::lookahead(&mut low.bufs.clone(), &placed.addrs, &mut jobs, &low.sp, w);
+        let e = emit::emit(&jobs, &placed.addrs, hw)?;
+        let mut instrs = e.instrs.clone();
+        assigned = if opts.serialise {
+            None
+        } else {
+            sync::assign(&mut instrs, &e.access, &span, hw.flags)
+        };
+        trial = Some((jobs, e, instrs));
+        if assigned.is_some() {
+            break;
         }
-        n
+    }
+    let (jobs, emitted, flagged) = trial.expect("at least one window");
+    low.jobs = jobs;
+    clock.lap("prefetch");
+    let slice_rule = seq_rule::violations(
+        &emitted.instrs,
+        |i| low.jobs[emitted.job[i]].node.as_str(),
+        hw.mac_rows,
+    );
+    if let Some(v) = slice_rule.first().filter(|_| opts.enforce_slice_rule) {
+        return Err(BackendError::Emit {
+            node: v.layer.clone(),
+            detail: v.to_string(),
+        });
+    }
+    clock.lap("slice rule");
+    let mut instrs = if assigned.is_some() {
+        flagged
+    } else {
+        emitted.instrs
     };
+    clock.lap("emit+flags");
     let flags_used = match assigned {
         Some(n) => n,
         None if sync::FLAGS_USED <= hw.flags => {
@@ -150,12 +227,24 @@ pub fn lower(
             })
         }
     };
-    instrs.push(Instr::Stop(Default::default()));
+    // The last job may already be the STOP of the last host ops.
+    let final_stop = !matches!(instrs.last(), Some(Instr::Stop(_)));
+    if final_stop {
+        instrs.push(Instr::Stop(Default::default()));
+    }
+    clock.lap("flags");
+    let layers = nnac_isa::LayerTable::from_names(
+        emitted
+            .job
+            .iter()
+            .map(|&j| Some(low.jobs[j].node.as_str()))
+            .chain(final_stop.then_some(None)),
+    );
     let dma = instrs
         .iter()
         .filter(|i| i.class() == nnac_isa::Class::Dma)
         .count();
-    let report = BackendReport {
+    let mut report = BackendReport {
         layers: low
             .layers
             .iter()
@@ -166,12 +255,23 @@ pub fn lower(
             })
             .collect(),
         dma_instrs: dma,
-        compute_instrs: instrs.len() - 1 - dma,
+        compute_instrs: instrs
+            .iter()
+            .filter(|i| i.class() == nnac_isa::Class::Compute)
+            .count(),
         sram_peak: placed.peak,
         sram_lower_bound: placed.lower_bound,
         dram_image_bytes: low.dram.len() as u64,
         flags_used,
         acc_overflow_risk: low.acc_risk.clone(),
+        slice_rule,
+        spill_bytes: low.sp.spill_bytes,
+        fill_bytes: low.sp.fill_bytes,
+        spilled_values: low.sp.plan.spilled.len(),
+        splits: low.sp.splits.clone(),
+        prefetched_early: early,
+        plan_rounds: rounds,
+        stage_us: Vec::new(),
     };
     let program = Program {
         instrs,
@@ -180,7 +280,10 @@ pub fn lower(
             bytes: low.dram,
         },
         io: low.io,
-        host_ops: None,
+        host_ops: (!low.host_ops.is_empty()).then(|| nnac_isa::HostOps {
+            ops: low.host_ops.clone(),
+        }),
+        layers: Some(layers),
         meta: Metadata {
             source_model: opts.source_model.clone(),
             compiler_version: opts.compiler_version.clone(),
@@ -189,8 +292,71 @@ pub fn lower(
     };
     if !opts.skip_hazard_check {
         hazard_check(&program, &graph.name)?;
+        clock.lap("hazard check");
     }
+    report.stage_us = clock.laps;
     Ok((program, report))
+}
+
+/// Wall time of consecutive backend stages.
+struct StageClock {
+    last: std::time::Instant,
+    laps: Vec<(String, u64)>,
+}
+
+impl StageClock {
+    fn start() -> Self {
+        StageClock {
+            last: std::time::Instant::now(),
+            laps: Vec::new(),
+        }
+    }
+
+    fn lap(&mut self, stage: &str) {
+        let now = std::time::Instant::now();
+        let us = (now - self.last).as_micros();
+        self.laps
+            .push((stage.to_string(), u64::try_from(us).unwrap_or(u64::MAX)));
+        self.last = now;
+    }
+}
+
+/// Walks the graph and places its buffers, refining the spill/split plan
+/// (`plan.rs`) until the placement fits; also the number of walks.
+fn plan_and_place(
+    graph: &Graph,
+    hw: &HwConfig,
+    tp: u32,
+) -> Result<(lower::Lowered, alloc::Placement, usize), BackendError> {
+    let mut plan = plan::Plan::default();
+    let mut round = 1;
+    loop {
+        let low = lower::Walk::new(graph, hw, tp)
+            .with_plan(plan.clone())
+            .run()?;
+        // A layer that cannot fit even in its smallest pieces: refuse at once.
+        if let Some((&id, &min)) = low.sp.min_ws.iter().find(|(_, &m)| m > hw.sram_bytes) {
+            return Err(BackendError::SramFull {
+                node: graph.node(id).name.clone(),
+                needed: min,
+                sram: hw.sram_bytes,
+            });
+        }
+        // Parameters where they can be prefetched furthest; if that fragments the
+        // SRAM too much, plain first fit; if that fails too, a new plan.
+        let mut early = vec![false; low.bufs.len()];
+        for (b, _) in &low.sp.param_bufs {
+            early[*b] = true;
+        }
+        let cap = hw.sram_bytes;
+        let placed = alloc::place_with(&low.bufs, cap, SRAM_ALIGN, &early)
+            .or_else(|_| alloc::place(&low.bufs, cap, SRAM_ALIGN));
+        match placed {
+            Ok(placed) => return Ok((low, placed, round)),
+            Err(nf) => plan.refine(graph, &low, &nf, cap)?,
+        }
+        round += 1;
+    }
 }
 
 /// Proves the emitted flags race- and deadlock-free (docs/ISA.md 3.3); a finding is

@@ -6,8 +6,11 @@ use crate::act::Act;
 use crate::alloc::Buffer;
 use crate::error::BackendError;
 use crate::job::{Job, JobKind, Loc};
+use crate::lower_host::HostState;
+use crate::plan::Plan;
+use crate::spill::{SpillState, Src};
 use nnac_ir::{Graph, NnaOp, NodeId, Op, Value};
-use nnac_isa::{Dma, HwConfig, IoDesc, IoDir, IoDtype, IoLayout};
+use nnac_isa::{Dma, HostOp, HwConfig, IoDesc, IoDir, IoDtype, IoLayout};
 use std::collections::BTreeMap;
 
 /// Largest DMA row the backend emits (the field allows 2^20 - 1).
@@ -26,6 +29,10 @@ pub struct Lowered {
     /// Dot-product layers whose worst-case accumulator (any input codes) exceeds
     /// `acc_bits`.
     pub acc_risk: Vec<String>,
+    /// Spill / split bookkeeping (`spill.rs`).
+    pub sp: SpillState,
+    /// Host ops, in execution order (`lower_host.rs`).
+    pub host_ops: Vec<HostOp>,
 }
 
 /// An activation value: its layout and buffer.
@@ -51,10 +58,13 @@ pub struct Walk<'g> {
     pub vals: BTreeMap<NodeId, Placed>,
     pub step: usize,
     pub unsupported: Vec<(String, String)>,
-    /// Job index of the DMA of every I/O descriptor.
-    io_jobs: Vec<usize>,
+    /// Job index of the DMA of every I/O descriptor (`None`: the tensor is the DRAM
+    /// home of a spilled value, no DMA).
+    io_jobs: Vec<Option<usize>>,
     /// Producers that write straight into a concatenation: `(concat, channel offset)`.
-    slots: BTreeMap<NodeId, (NodeId, u32)>,
+    pub(crate) slots: BTreeMap<NodeId, (NodeId, u32)>,
+    /// Values in DRAM, host ops and scratch tensors (`lower_host.rs`).
+    pub host: HostState,
 }
 
 impl<'g> Walk<'g> {
@@ -70,13 +80,22 @@ impl<'g> Walk<'g> {
                 io: Vec::new(),
                 layers: Vec::new(),
                 acc_risk: Vec::new(),
+                sp: SpillState::default(),
+                host_ops: Vec::new(),
             },
             vals: BTreeMap::new(),
             step: 0,
             unsupported: Vec::new(),
             io_jobs: Vec::new(),
             slots: BTreeMap::new(),
+            host: HostState::default(),
         }
+    }
+
+    /// Walks with `plan` (values to spill, layer budgets) instead of the empty plan.
+    pub fn with_plan(mut self, plan: Plan) -> Self {
+        self.out.sp.plan = plan;
+        self
     }
 
     pub fn new_buf(&mut self, owner: &str, size: u64) -> usize {
@@ -98,7 +117,7 @@ impl<'g> Walk<'g> {
     }
 
     /// Appends `bytes` to the DRAM image; returns its address.
-    fn dram_part(&mut self, bytes: &[u8]) -> u64 {
+    pub(crate) fn dram_part(&mut self, bytes: &[u8]) -> u64 {
         let at = self.out.dram.len() as u64;
         self.out.dram.extend_from_slice(bytes);
         let end = (self.out.dram.len() as u64).div_ceil(DRAM_ALIGN) * DRAM_ALIGN;
@@ -111,8 +130,11 @@ impl<'g> Walk<'g> {
     /// buffers and its DMA can run while the previous layer computes (prefetch).
     pub fn param(&mut self, node: &str, bytes: &[u8]) -> usize {
         let buf = self.new_buf(node, bytes.len() as u64);
-        self.out.bufs[buf].first = self.step.saturating_sub(1);
+        if self.out.sp.overlap {
+            self.out.bufs[buf].first = self.step.saturating_sub(1);
+        }
         let at = self.dram_part(bytes);
+        let first_job = self.out.jobs.len();
         let mut off = 0u64;
         while off < bytes.len() as u64 {
             let len = DMA_CHUNK.min(bytes.len() as u64 - off);
@@ -131,6 +153,8 @@ impl<'g> Walk<'g> {
             });
             off += len;
         }
+        let loads = (first_job..self.out.jobs.len()).collect();
+        self.out.sp.param_bufs.push((buf, loads));
         buf
     }
 
@@ -143,6 +167,7 @@ impl<'g> Walk<'g> {
                 if !self.vals.contains_key(&cat) {
                     let cat_act = Act::of(&self.g.node(cat).name, &self.g.node(cat).outputs[0])?;
                     let buf = self.new_buf(&self.g.node(cat).name.clone(), cat_act.bytes());
+                    self.out.sp.value_bufs.insert(buf, cat);
                     let whole = Placed {
                         act: cat_act,
                         buf,
@@ -161,6 +186,7 @@ impl<'g> Walk<'g> {
             }
             None => {
                 let buf = self.new_buf(&node.name, act.bytes());
+                self.out.sp.value_bufs.insert(buf, id);
                 Placed { act, buf, off: 0 }
             }
         };
@@ -180,10 +206,13 @@ impl<'g> Walk<'g> {
             for v in self.g.node_inputs(id) {
                 let t = self.g.value_type(v);
                 let prod = &self.g.node(v.node).op;
+                let spilled = &self.out.sp.plan.spilled;
                 let ok = matches!(
                     prod,
                     Op::Nna(NnaOp::Dot(_) | NnaOp::Scale(_) | NnaOp::Eltwise(_))
-                ) && self.g.users(v).len() == 1
+                ) && !spilled.contains(&id)
+                    && !spilled.contains(&v.node)
+                    && self.g.users(v).len() == 1
                     && !self.g.is_output(v)
                     && t.shape.len() == 4
                     && out_t.shape.len() == 4
@@ -205,10 +234,14 @@ impl<'g> Walk<'g> {
                 "nna.concat on axis {axis} (only channels of a 4-D tensor)"
             ));
         }
+        if self.concat_via_dram(id)? {
+            return Ok(());
+        }
         if !self.vals.contains_key(&id) {
             let name = self.g.node(id).name.clone();
             let act = Act::of(&name, &self.g.node(id).outputs[0]).map_err(|e| e.to_string())?;
             let buf = self.new_buf(&name, act.bytes());
+            self.out.sp.value_bufs.insert(buf, id);
             self.vals.insert(id, Placed { act, buf, off: 0 });
         }
         let cat = self.use_value(Value::new(id, 0)).expect("placed above");
@@ -224,7 +257,7 @@ impl<'g> Walk<'g> {
     }
 
     /// SCALE copying `src` into channels `c_off..` of `dst`.
-    fn copy_into(
+    pub(crate) fn copy_into(
         &mut self,
         id: NodeId,
         src: &Placed,
@@ -295,8 +328,12 @@ impl<'g> Walk<'g> {
             return Err(BackendError::Unsupported(self.unsupported));
         }
         self.step += 1;
+        self.mark_step();
         self.outputs()?;
+        self.place_spill_area();
         self.place_io();
+        self.resolve_homes();
+        self.out.host_ops = self.finish_host();
         Ok(self.out)
     }
 
@@ -306,6 +343,9 @@ impl<'g> Walk<'g> {
         for (d, &j) in self.out.io.iter_mut().zip(&self.io_jobs) {
             d.dram_addr = end.div_ceil(DRAM_ALIGN) * DRAM_ALIGN;
             end = d.dram_addr + io_bytes(d);
+            let Some(j) = j else {
+                continue;
+            };
             if let JobKind::Read { dma, .. } | JobKind::Write { dma, .. } =
                 &mut self.out.jobs[j].kind
             {
@@ -316,19 +356,21 @@ impl<'g> Walk<'g> {
 
     fn node(&mut self, id: NodeId) -> Result<(), BackendError> {
         let op = self.g.node(id).op.clone();
+        self.prepare(id);
         let res = match &op {
             Op::Input | Op::Constant(_) => return Ok(()),
-            Op::Reshape { .. } => self.reshape(id),
+            Op::Reshape { .. } => self.reshape_any(id),
             Op::Nna(NnaOp::Dot(d)) => self.dot(id, d),
             Op::Nna(NnaOp::Scale(s)) => self.scale(id, s),
             Op::Nna(NnaOp::Eltwise(e)) => self.eltwise(id, e),
             Op::Nna(NnaOp::Concat { axis }) => self.concat(id, *axis),
-            Op::Nna(other) => Err(format!("{} is not lowered yet", other.mnemonic())),
+            Op::Nna(NnaOp::Host(inner)) => self.host_op(id, inner),
             other => Err(format!(
                 "{} is not an op of the quantized NNA IR",
                 other.mnemonic()
             )),
         };
+        self.settle(id);
         match res {
             Ok(()) => Ok(()),
             Err(why) => {
@@ -340,18 +382,19 @@ impl<'g> Walk<'g> {
 
     /// A reshape to `[1, K]` of a tensor that only inner products read (they read the
     /// HWC tensor in place with `kernel = H x W`), or of a 1x1 tensor: an alias.
-    fn reshape(&mut self, id: NodeId) -> Result<(), String> {
+    pub(crate) fn reshape(&mut self, id: NodeId) -> Result<(), String> {
         let src = self.g.node_inputs(id)[0];
-        let p = self.use_value(src).ok_or("input is not an activation")?;
+        let s = self.source(src).ok_or("input is not an activation")?;
+        let a = s.act().clone();
         let out_t = &self.g.node(id).outputs[0];
-        let numel = u64::from(p.act.c) * u64::from(p.act.pixels());
+        let numel = u64::from(a.c) * u64::from(a.pixels());
         if out_t.shape.as_slice() != [1, numel as usize] {
             return Err(format!("reshape to {:?} (only [1, C*H*W])", out_t.shape));
         }
         let only_inner = self.g.users(Value::new(id, 0)).iter().all(|&(u, _)| {
             matches!(&self.g.node(u).op, Op::Nna(NnaOp::Dot(d)) if d.kind == nnac_ir::DotKind::Inner)
         }) && !self.g.is_output(Value::new(id, 0));
-        if p.act.pixels() != 1 && !only_inner {
+        if a.pixels() != 1 && !only_inner {
             return Err("flatten of a spatial tensor read by a non-inner-product op".into());
         }
         if out_t.quant != self.g.value_type(src).quant
@@ -359,11 +402,24 @@ impl<'g> Walk<'g> {
         {
             return Err("reshape changes the quantization".into());
         }
-        self.vals.insert(id, p);
+        match s {
+            Src::Sram(p) => self.vals.insert(id, p).map(|_| ()),
+            Src::Dram(h) => self.out.sp.homes.insert(id, h).map(|_| ()),
+        };
         Ok(())
     }
 
     fn input(&mut self, id: NodeId) -> Result<(), BackendError> {
+        if self.out.sp.plan.spilled.contains(&id) {
+            let name = self.g.node(id).name.clone();
+            let act = Act::of(&name, &self.g.node(id).outputs[0])?;
+            let shape = self.g.node(id).outputs[0].shape.clone();
+            let desc = self.io_desc(&name, IoDir::Input, &act, &shape);
+            self.out.io.push(desc);
+            self.io_jobs.push(None);
+            self.spilled_input(id, act, self.out.io.len() - 1);
+            return Ok(());
+        }
         let p = self.define(id)?;
         let name = self.g.node(id).name.clone();
         let desc = self.io_desc(
@@ -374,7 +430,7 @@ impl<'g> Walk<'g> {
         );
         let dma = Self::act_dma(&p.act, desc.dram_addr);
         self.out.io.push(desc);
-        self.io_jobs.push(self.out.jobs.len());
+        self.io_jobs.push(Some(self.out.jobs.len()));
         self.out.jobs.push(Job {
             node: name,
             kind: JobKind::Read { loc: p.loc(), dma },
@@ -383,18 +439,33 @@ impl<'g> Walk<'g> {
     }
 
     fn outputs(&mut self) -> Result<(), BackendError> {
-        for o in self.g.outputs().to_vec() {
-            let p = self.use_value(o.value).ok_or_else(|| {
+        for (k, o) in self.g.outputs().to_vec().into_iter().enumerate() {
+            if self.host_graph_output(&o.name, o.value) {
+                self.io_jobs.push(None);
+                continue;
+            }
+            let src = self.source(o.value).ok_or_else(|| {
                 BackendError::Unsupported(vec![(
                     o.name.clone(),
                     "graph output is not an activation".into(),
                 )])
             })?;
             let shape = self.g.value_type(o.value).shape.clone();
+            let p = match src {
+                Src::Sram(p) => p,
+                Src::Dram(h) => {
+                    let desc = self.io_desc(&o.name, IoDir::Output, &h.act, &shape);
+                    let dma = Self::act_dma(&h.act, 0);
+                    self.out.io.push(desc);
+                    let j = self.spilled_output(k, &h, dma);
+                    self.io_jobs.push(j);
+                    continue;
+                }
+            };
             let desc = self.io_desc(&o.name, IoDir::Output, &p.act, &shape);
             let dma = Self::act_dma(&p.act, desc.dram_addr);
             self.out.io.push(desc);
-            self.io_jobs.push(self.out.jobs.len());
+            self.io_jobs.push(Some(self.out.jobs.len()));
             self.out.jobs.push(Job {
                 node: o.name.clone(),
                 kind: JobKind::Write { loc: p.loc(), dma },
@@ -404,7 +475,7 @@ impl<'g> Walk<'g> {
     }
 
     /// The DMA moving a whole activation between DRAM (same pitches) and SRAM.
-    fn act_dma(a: &Act, dram_addr: u64) -> Dma {
+    pub(crate) fn act_dma(a: &Act, dram_addr: u64) -> Dma {
         Dma {
             dram_addr,
             sram_addr: 0,

@@ -3,20 +3,22 @@
 
 use crate::act::Act;
 use crate::job::{tiles, DotOpcode, Job, JobKind};
-use crate::lower::{Placed, Walk};
+use crate::lower::Walk;
 use crate::params::{acc_bound, chan_table, i32_bytes, weight_blocks};
-use crate::simd::int_requant;
+use crate::simd::{epilogue, scale_prefix};
+use crate::spill::Src;
+use crate::split::{bands, choose, Choice, SplitDot};
 use nnac_ir::{DotKind, DotOp, EltwiseOp, NodeId, PoolKind as IrPool, PoolStage, ScaleOp, Value};
 use nnac_isa::checks::DotKind as IsaDot;
 use nnac_isa::{DotProduct, EltOp, Eltwise, PoolKind, Scale, SimdInstr};
 
 /// Parameter images of one dot-product layer.
-struct DotParams {
-    weights: Vec<u8>,
-    bias: Vec<i32>,
-    entries: Vec<[i32; 4]>,
+pub(crate) struct DotParams {
+    pub weights: Vec<u8>,
+    pub bias: Vec<i32>,
+    pub entries: Vec<[i32; 4]>,
     /// Bytes of one weight block.
-    block: u32,
+    pub block: u32,
 }
 
 fn u32_of(v: usize, what: &str) -> Result<u32, String> {
@@ -51,14 +53,14 @@ impl Walk<'_> {
 
     pub(crate) fn dot(&mut self, id: NodeId, d: &DotOp) -> Result<(), String> {
         let ins = self.g.node_inputs(id);
-        let x = self.use_value(ins[0]).ok_or("input is not an activation")?;
+        let x = self.source(ins[0]).ok_or("input is not an activation")?;
         let w = self.int8_codes(ins[1], "weight")?;
         let bias = self.int32_codes(ins[2], "bias")?;
         let out_c = bias.len();
-        let (fr, pairs) = int_requant(&d.epilogue, out_c)?;
+        let ep = epilogue(&d.epilogue, out_c)?;
         let mut t = DotProduct {
             out_c: u32_of(out_c, "out_c")?,
-            ..dot_base(&x.act, fr)?
+            ..dot_base(x.act(), ep.program)?
         };
         let (opcode, isa_kind) = match &d.kind {
             DotKind::Conv(a) => {
@@ -66,12 +68,12 @@ impl Walk<'_> {
                 (DotOpcode::Conv, IsaDot::Conv)
             }
             DotKind::Inner => {
-                t.kernel_h = x.act.h;
-                t.kernel_w = x.act.w;
+                t.kernel_h = x.act().h;
+                t.kernel_w = x.act().w;
                 (DotOpcode::Inner, IsaDot::InnerProduct)
             }
             DotKind::Deconv(a) => {
-                if x.act.zero_point != 0 {
+                if x.act().zero_point != 0 {
                     return Err("deconvolution input zero point is not 0".into());
                 }
                 deconv_geometry(&mut t, a)?;
@@ -103,23 +105,23 @@ impl Walk<'_> {
             }
             _ => weight_blocks(out_c, k, cols, |oc, i| w[oc * k + i]),
         };
-        let entries: Vec<[i32; 4]> = pairs.iter().map(|p| [p[0], p[1], 0, 0]).collect();
         let params = DotParams {
             weights: wbytes,
             bias,
-            entries,
+            entries: ep.entries,
             block: u32_of(k * cols, "weight block")?,
         };
-        self.finish_dot(id, opcode, t, &x, params, d.pool.is_some())
+        self.finish_dot(id, opcode, t, (ins[0], x), params, d.pool.is_some())
     }
 
-    /// Loads the parameters, places the output and pushes the tiled job.
+    /// Loads the parameters, places the output and pushes the tiled job; a layer
+    /// whose working set exceeds its SRAM budget is split (`split.rs`).
     fn finish_dot(
         &mut self,
         id: NodeId,
         opcode: DotOpcode,
         mut t: DotProduct,
-        x: &Placed,
+        (xv, x): (Value, Src),
         p: DotParams,
         pooled: bool,
     ) -> Result<(), String> {
@@ -132,30 +134,47 @@ impl Walk<'_> {
         if bound >= 1i64 << (self.hw.acc_bits - 1) {
             self.out.acc_risk.push(name.clone());
         }
-        let wb = self.param(&name, &p.weights);
-        let bb = self.param(&name, &i32_bytes(&p.bias));
-        let cb = self.param(&name, &chan_table(&p.entries));
-        let out = self.define(id).map_err(|e| e.to_string())?;
-        if t.stored_hw() != Some((out.act.h, out.act.w)) {
-            return Err(format!(
-                "stored output {:?} differs from the IR output {}x{}",
-                t.stored_hw(),
-                out.act.h,
-                out.act.w
-            ));
-        }
-        t.out_row_pitch = out.act.row_pitch;
-        t.out_pix_pitch = out.act.pix_pitch;
-        t.out_signed = out.act.signed;
-        t.out_zero = i16_of(out.act.zero_point, "output zero point")?;
-        // A pooled layer is one pixel tile (every pooled window lies inside it).
-        let tp = if pooled { oh * ow } else { self.tile_pixels };
-        let tl = tiles(oh * ow, t.out_c, tp, self.hw.mac_cols);
         let mnemonic = match opcode {
             DotOpcode::Conv => "CONV",
             DotOpcode::Deconv => "DECONV",
             DotOpcode::Inner => "INNER_PRODUCT",
         };
+        if let Some(sizes) = self.split_sizes(id, &t, opcode, &x, &p)? {
+            let out = self.split_output(id)?;
+            check_stored(&t, out.act())?;
+            out_fields(&mut t, out.act())?;
+            let budget = self.out.sp.plan.budget_of(id, self.hw.sram_bytes);
+            let choice = match choose(&t, opcode, &sizes, budget)? {
+                Some(c) => c,
+                None => Choice {
+                    bands: bands(&t, opcode, 1)?,
+                    per_chunk: 1,
+                    overlap: false,
+                },
+            };
+            let d = SplitDot {
+                id,
+                opcode,
+                t,
+                weights: p.weights,
+                bias: p.bias,
+                entries: p.entries,
+                block: p.block,
+                pooled,
+            };
+            return self.dot_split(d, x, out, choice, mnemonic);
+        }
+        self.materialize(id, xv);
+        let x = self.use_value(xv).ok_or("input is not an activation")?;
+        let wb = self.param(&name, &p.weights);
+        let bb = self.param(&name, &i32_bytes(&p.bias));
+        let cb = self.param(&name, &chan_table(&p.entries));
+        let out = self.define(id).map_err(|e| e.to_string())?;
+        check_stored(&t, &out.act)?;
+        out_fields(&mut t, &out.act)?;
+        // A pooled layer is one pixel tile (every pooled window lies inside it).
+        let tp = if pooled { oh * ow } else { self.tile_pixels };
+        let tl = tiles(oh * ow, t.out_c, tp, self.hw.mac_cols);
         self.out
             .layers
             .push((name.clone(), mnemonic.into(), tl.len()));
@@ -166,6 +185,7 @@ impl Walk<'_> {
                 t,
                 bufs: [x.loc(), (wb, 0), out.loc(), (bb, 0), (cb, 0)],
                 block: p.block,
+                w_group0: 0,
                 tiles: tl,
             },
         });
@@ -176,10 +196,10 @@ impl Walk<'_> {
     /// 1x1 CONV with `bias' = b - zp * w`, the same value `(x - zp) * w + b`.
     fn scale_as_conv(&mut self, id: NodeId, s: &ScaleOp, pool: &PoolStage) -> Result<(), String> {
         let ins = self.g.node_inputs(id);
-        let x = self.use_value(ins[0]).ok_or("input is not an activation")?;
+        let x = self.source(ins[0]).ok_or("input is not an activation")?;
         let w = self.int8_codes(ins[1], "scale")?;
         let b = self.int32_codes(ins[2], "bias")?;
-        let c = x.act.c as usize;
+        let c = x.act().c as usize;
         if w.len() != c || b.len() != c {
             return Err(format!(
                 "{} scales / {} biases for {c} channels",
@@ -187,8 +207,8 @@ impl Walk<'_> {
                 b.len()
             ));
         }
-        let (fr, pairs) = int_requant(&s.epilogue, c)?;
-        let zp = i64::from(x.act.zero_point);
+        let ep = epilogue(&s.epilogue, c)?;
+        let zp = i64::from(x.act().zero_point);
         let bias = (0..c)
             .map(|i| {
                 let v = i64::from(b[i]) - zp * i64::from(w[i]);
@@ -199,23 +219,23 @@ impl Walk<'_> {
             })
             .collect::<Result<Vec<i32>, String>>()?;
         let mut t = DotProduct {
-            out_h: x.act.h,
-            out_w: x.act.w,
-            out_c: x.act.c,
+            out_h: x.act().h,
+            out_w: x.act().w,
+            out_c: x.act().c,
             kernel_h: 1,
             kernel_w: 1,
-            groups: x.act.c,
-            ..dot_base(&x.act, fr)?
+            groups: x.act().c,
+            ..dot_base(x.act(), ep.program)?
         };
         pool_fields(&mut t, pool)?;
         let cols = self.hw.mac_cols as usize;
         let params = DotParams {
             weights: weight_blocks(c, 1, cols, |oc, _| w[oc]),
             bias,
-            entries: pairs.iter().map(|p| [p[0], p[1], 0, 0]).collect(),
+            entries: ep.entries,
             block: u32_of(cols, "weight block")?,
         };
-        self.finish_dot(id, DotOpcode::Conv, t, &x, params, true)
+        self.finish_dot(id, DotOpcode::Conv, t, (ins[0], x), params, true)
     }
 
     pub(crate) fn scale(&mut self, id: NodeId, s: &ScaleOp) -> Result<(), String> {
@@ -224,11 +244,12 @@ impl Walk<'_> {
         }
         let ins = self.g.node_inputs(id);
         let name = self.g.node(id).name.clone();
-        let x = self.use_value(ins[0]).ok_or("input is not an activation")?;
+        let xs = self.source(ins[0]).ok_or("input is not an activation")?;
+        let xa = xs.act().clone();
         let w = self.int32_codes(ins[1], "scale")?;
         let b = self.int32_codes(ins[2], "bias")?;
-        let c = x.act.c as usize;
-        let (fr, pairs) = int_requant(&s.epilogue, c)?;
+        let c = xa.c as usize;
+        let ep = epilogue(&s.epilogue, c)?;
         if w.len() != c || b.len() != c {
             return Err(format!(
                 "{} scales / {} biases for {c} channels",
@@ -236,28 +257,42 @@ impl Walk<'_> {
                 b.len()
             ));
         }
-        // SIMD: r0 = (x - zp) * C2 + C3, then FUSED_RELU with C0 / C1.
-        let simd = vec![alu_chan(true, 2), alu_chan(false, 3), fr];
+        // SIMD: r0 = (x - zp) * C2 + C3, then the epilogue (C0 / C1).
+        let simd: Vec<SimdInstr> = scale_prefix().into_iter().chain(ep.program).collect();
         let entries: Vec<[i32; 4]> = (0..c)
-            .map(|i| [pairs[i][0], pairs[i][1], w[i], b[i]])
+            .map(|i| [ep.entries[i][0], ep.entries[i][1], w[i], b[i]])
             .collect();
         let cb = self.param(&name, &chan_table(&entries));
-        let out = self.define(id).map_err(|e| e.to_string())?;
+        let out = self.px_output(id)?;
+        let oa = out.act().clone();
         let t = Scale {
-            h: x.act.h,
-            w: x.act.w,
-            c: x.act.c,
-            in_row_pitch: x.act.row_pitch,
-            in_pix_pitch: x.act.pix_pitch,
-            out_row_pitch: out.act.row_pitch,
-            out_pix_pitch: out.act.pix_pitch,
-            in_signed: x.act.signed,
-            out_signed: out.act.signed,
-            in_zero: i16_of(x.act.zero_point, "input zero point")?,
+            h: xa.h,
+            w: xa.w,
+            c: xa.c,
+            in_row_pitch: xa.row_pitch,
+            in_pix_pitch: xa.pix_pitch,
+            out_row_pitch: oa.row_pitch,
+            out_pix_pitch: oa.pix_pitch,
+            in_signed: xa.signed,
+            out_signed: oa.signed,
+            in_zero: i16_of(xa.zero_point, "input zero point")?,
             simd,
             ..Scale::default()
         };
-        let tl = tiles(x.act.pixels(), x.act.c, self.tile_pixels, self.hw.mac_cols);
+        if self.out.sp.px_split {
+            return self.px_split(id, &[xs], out, cb, |rows, l, o, tiles| JobKind::Scale {
+                t: Scale {
+                    h: rows,
+                    ..t.clone()
+                },
+                bufs: [l[0], o, (cb, 0)],
+                tiles,
+            });
+        }
+        let (Src::Sram(x), Src::Sram(out)) = (xs, out) else {
+            return Err("spilled operand of an unsplit SCALE".into());
+        };
+        let tl = tiles(xa.pixels(), xa.c, self.tile_pixels, self.hw.mac_cols);
         self.out
             .layers
             .push((name.clone(), "SCALE".into(), tl.len()));
@@ -275,42 +310,53 @@ impl Walk<'_> {
     pub(crate) fn eltwise(&mut self, id: NodeId, e: &EltwiseOp) -> Result<(), String> {
         let ins = self.g.node_inputs(id);
         let name = self.g.node(id).name.clone();
-        let a = self
-            .use_value(ins[0])
-            .ok_or("input A is not an activation")?;
-        let b = self
-            .use_value(ins[1])
-            .ok_or("input B is not an activation")?;
+        let a_src = self.source(ins[0]).ok_or("input A is not an activation")?;
+        let b_src = self.source(ins[1]).ok_or("input B is not an activation")?;
+        let (aa, ba) = (a_src.act().clone(), b_src.act().clone());
         let m = e.inputs.as_ref().ok_or("eltwise input rescaling missing")?;
-        let c = a.act.c as usize;
-        let (fr, pairs) = int_requant(&e.epilogue, c)?;
-        let entries: Vec<[i32; 4]> = pairs.iter().map(|p| [p[0], p[1], 0, 0]).collect();
-        let cb = self.param(&name, &chan_table(&entries));
-        let out = self.define(id).map_err(|e| e.to_string())?;
+        let c = aa.c as usize;
+        let ep = epilogue(&e.epilogue, c)?;
+        let cb = self.param(&name, &chan_table(&ep.entries));
+        let out = self.px_output(id)?;
+        let oa = out.act().clone();
         let t = Eltwise {
-            h: a.act.h,
-            w: a.act.w,
-            c: a.act.c,
-            a_row_pitch: a.act.row_pitch,
-            a_pix_pitch: a.act.pix_pitch,
-            b_row_pitch: b.act.row_pitch,
-            b_pix_pitch: b.act.pix_pitch,
-            out_row_pitch: out.act.row_pitch,
-            out_pix_pitch: out.act.pix_pitch,
-            a_signed: a.act.signed,
-            b_signed: b.act.signed,
-            out_signed: out.act.signed,
+            h: aa.h,
+            w: aa.w,
+            c: aa.c,
+            a_row_pitch: aa.row_pitch,
+            a_pix_pitch: aa.pix_pitch,
+            b_row_pitch: ba.row_pitch,
+            b_pix_pitch: ba.pix_pitch,
+            out_row_pitch: oa.row_pitch,
+            out_pix_pitch: oa.pix_pitch,
+            a_signed: aa.signed,
+            b_signed: ba.signed,
+            out_signed: oa.signed,
             op: EltOp::Add,
-            a_zero: i16_of(a.act.zero_point, "A zero point")?,
-            b_zero: i16_of(b.act.zero_point, "B zero point")?,
+            a_zero: i16_of(aa.zero_point, "A zero point")?,
+            b_zero: i16_of(ba.zero_point, "B zero point")?,
             a_mult: m.a.mult,
             b_mult: m.b.mult,
             a_shift: u32::from(m.a.shift),
             b_shift: u32::from(m.b.shift),
-            simd: vec![fr],
+            simd: ep.program,
             ..Eltwise::default()
         };
-        let tl = tiles(a.act.pixels(), a.act.c, self.tile_pixels, self.hw.mac_cols);
+        if self.out.sp.px_split {
+            let ins = [a_src, b_src];
+            return self.px_split(id, &ins, out, cb, |rows, l, o, tiles| JobKind::Eltwise {
+                t: Eltwise {
+                    h: rows,
+                    ..t.clone()
+                },
+                bufs: [l[0], l[1], o, (cb, 0)],
+                tiles,
+            });
+        }
+        let (Src::Sram(a), Src::Sram(b), Src::Sram(out)) = (a_src, b_src, out) else {
+            return Err("spilled operand of an unsplit ELTWISE".into());
+        };
+        let tl = tiles(aa.pixels(), aa.c, self.tile_pixels, self.hw.mac_cols);
         self.out
             .layers
             .push((name.clone(), "ELTWISE".into(), tl.len()));
@@ -326,20 +372,26 @@ impl Walk<'_> {
     }
 }
 
-/// `IMUL r0, r0, C[chan]` (`mul`) or `IADD r0, r0, C[chan]`.
-fn alu_chan(mul: bool, chan: u32) -> nnac_isa::SimdInstr {
-    let alu = nnac_isa::Alu {
-        dst: 0,
-        a: 0,
-        bsrc: nnac_isa::BSrc::Chan,
-        chan,
-        ..nnac_isa::Alu::default()
-    };
-    if mul {
-        nnac_isa::SimdInstr::Imul(alu)
-    } else {
-        nnac_isa::SimdInstr::Iadd(alu)
+/// The stored (pooled) output of `t` must be the IR output `a`.
+fn check_stored(t: &DotProduct, a: &Act) -> Result<(), String> {
+    if t.stored_hw() != Some((a.h, a.w)) {
+        return Err(format!(
+            "stored output {:?} differs from the IR output {}x{}",
+            t.stored_hw(),
+            a.h,
+            a.w
+        ));
     }
+    Ok(())
+}
+
+/// The output layout fields of `t` for output activation `a`.
+fn out_fields(t: &mut DotProduct, a: &Act) -> Result<(), String> {
+    t.out_row_pitch = a.row_pitch;
+    t.out_pix_pitch = a.pix_pitch;
+    t.out_signed = a.signed;
+    t.out_zero = i16_of(a.zero_point, "output zero point")?;
+    Ok(())
 }
 
 fn conv_geometry(t: &mut DotProduct, a: &nnac_ir::ConvAttrs) -> Result<(), String> {
@@ -425,7 +477,7 @@ fn pool_fields(t: &mut DotProduct, p: &PoolStage) -> Result<(), String> {
 /// The fields every dot-product instruction over activation `x` shares: its input
 /// tensor, int8 weights, int32 bias, the input zero point, the SIMD program, and
 /// unit stride, dilation and groups (callers override what differs).
-fn dot_base(x: &Act, simd: SimdInstr) -> Result<DotProduct, String> {
+fn dot_base(x: &Act, simd: Vec<SimdInstr>) -> Result<DotProduct, String> {
     Ok(DotProduct {
         in_h: x.h,
         in_w: x.w,
@@ -441,7 +493,7 @@ fn dot_base(x: &Act, simd: SimdInstr) -> Result<DotProduct, String> {
         w_signed: true,
         bias_en: true,
         in_zero: i16_of(x.zero_point, "input zero point")?,
-        simd: vec![simd],
+        simd,
         ..DotProduct::default()
     })
 }

@@ -1,45 +1,222 @@
-//! The SIMD epilogue of a layer: FUSED_RELU with the per-channel multiplier (C0) and
-//! shift (C1) from the channel table (docs/ISA.md sections 4 and 7).
+//! The SIMD epilogue of a layer: the program the backend emits after every compute
+//! instruction and the per-channel entries it reads (docs/ISA.md sections 4 and 7).
+//! This is the only place that decides which SIMD instructions an epilogue becomes;
+//! the quantized reference interpreter (nnac-passes `qinterp::epilogue`) computes the
+//! same function from the ISA's arithmetic, and `tests/simd_epilogue.rs` runs every
+//! program built here on the ISA's SIMD executor against it, bit for bit.
+//!
+//! Integer path (`Requant::Int`): one FUSED_RELU, `C0` = multiplier, `C1` = shift.
+//!
+//! Float path (`Requant::Float`):
+//! `I2F; FMUL C0; <activation>; FMUL 1/out_scale; F2I; IADD zp; IMAX lo; IMIN hi`,
+//! `C0` = the channel's input scale (fp32 bits), `C1` = its PReLU slope (fp32 bits,
+//! 0 unless PReLU). The activation sequences are those of nnac-passes `simd_float.rs`
+//! (r0 in place, r1..r4 scratch).
+//!
+//! Both paths leave `C2` and `C3` free: SCALE puts its per-channel multiplier and
+//! bias there ([`scale_prefix`]).
 
-use nnac_ir::{Epilogue, Multiplier, Requant};
-use nnac_isa::simd::{Requant as FusedRelu, SimdInstr};
+use nnac_ir::{Activation, Epilogue, FusedAct, Multiplier, Requant};
+use nnac_isa::simd::{Alu, BSrc, Requant as FusedRelu, SimdInstr};
 
-/// The integer requantization of an epilogue: the FUSED_RELU instruction and the
-/// `(C0, C1)` pair of every channel. Float requantization is not supported yet.
-pub fn int_requant(e: &Epilogue, channels: usize) -> Result<(SimdInstr, Vec<[i32; 2]>), String> {
-    match e.requant.as_ref() {
-        None => Err("epilogue is not quantized".into()),
-        Some(Requant::Float { .. }) => Err("float (fp32 SIMD) requantization".into()),
-        Some(Requant::Int {
+/// Channel-table slot of the float path's input scale.
+pub const SLOT_IN_SCALE: u32 = 0;
+/// Channel-table slot of the float path's PReLU slope.
+pub const SLOT_SLOPE: u32 = 1;
+/// Channel-table slots of SCALE's per-channel multiplier and bias.
+pub const SLOT_SCALE_MUL: u32 = 2;
+pub const SLOT_SCALE_ADD: u32 = 3;
+
+/// An epilogue as emitted: the SIMD program and one 16-byte channel entry
+/// `[C0, C1, C2, C3]` per output channel (`C2 = C3 = 0`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimdEpilogue {
+    pub program: Vec<SimdInstr>,
+    pub entries: Vec<[i32; 4]>,
+}
+
+/// The SIMD program and channel entries of epilogue `e` with `channels` outputs.
+pub fn epilogue(e: &Epilogue, channels: usize) -> Result<SimdEpilogue, String> {
+    match e.requant.as_ref().ok_or("epilogue is not quantized")? {
+        Requant::Int {
             mult,
             zero_point,
             lo,
             hi,
-        }) => {
-            if mult.len() != channels {
-                return Err(format!(
-                    "{} multipliers for {channels} channels",
-                    mult.len()
-                ));
-            }
-            let i16_of = |v: i32, what: &str| {
-                i16::try_from(v).map_err(|_| format!("requant {what} {v} out of int16"))
+        } => int_path(mult, *zero_point, *lo, *hi, channels),
+        Requant::Float {
+            in_scale,
+            inv_out_scale,
+            zero_point,
+            lo,
+            hi,
+        } => {
+            count(in_scale.len(), channels, "input scales")?;
+            let mut program = vec![
+                alu(SimdInstr::I2f, 0, 0, Operand::None),
+                alu(SimdInstr::Fmul, 0, 0, Operand::Chan(SLOT_IN_SCALE)),
+            ];
+            let slopes = match &e.act {
+                Some(FusedAct::Act(a)) => {
+                    activation(a, &mut program);
+                    None
+                }
+                Some(FusedAct::PRelu(s)) => {
+                    count(s.len(), channels, "PReLU slopes")?;
+                    program.push(alu(SimdInstr::Fcmplt, 0, 0, Operand::F(0.0)));
+                    program.push(pred(alu(SimdInstr::Fmul, 0, 0, Operand::Chan(SLOT_SLOPE))));
+                    Some(s)
+                }
+                None => None,
             };
-            let fr = FusedRelu {
-                dst: 0,
-                src: 0,
-                per_channel: true,
-                shift: 0,
-                act_min: i16_of(*lo, "lo")?,
-                act_max: i16_of(*hi, "hi")?,
-                zero_point: i16_of(*zero_point, "zero point")?,
-                multiplier: 0,
-            };
-            let pairs = mult
-                .iter()
-                .map(|&Multiplier { mult, shift }| [mult, i32::from(shift)])
+            program.extend([
+                alu(SimdInstr::Fmul, 0, 0, Operand::F(*inv_out_scale)),
+                alu(SimdInstr::F2i, 0, 0, Operand::None),
+                alu(SimdInstr::Iadd, 0, 0, Operand::I(*zero_point)),
+                alu(SimdInstr::Imax, 0, 0, Operand::I(*lo)),
+                alu(SimdInstr::Imin, 0, 0, Operand::I(*hi)),
+            ]);
+            let entries = (0..channels)
+                .map(|c| {
+                    let slope = slopes.map_or(0.0, |s| s[c]);
+                    [f32_bits(in_scale[c]), f32_bits(slope), 0, 0]
+                })
                 .collect();
-            Ok((SimdInstr::FusedRelu(fr), pairs))
+            Ok(SimdEpilogue { program, entries })
         }
     }
+}
+
+/// SCALE's per-channel stage in front of the epilogue:
+/// `IMUL r0, r0, C2; IADD r0, r0, C3` (docs/ISA.md SCALE).
+pub fn scale_prefix() -> [SimdInstr; 2] {
+    [
+        alu(SimdInstr::Imul, 0, 0, Operand::Chan(SLOT_SCALE_MUL)),
+        alu(SimdInstr::Iadd, 0, 0, Operand::Chan(SLOT_SCALE_ADD)),
+    ]
+}
+
+fn int_path(
+    mult: &[Multiplier],
+    zero_point: i32,
+    lo: i32,
+    hi: i32,
+    channels: usize,
+) -> Result<SimdEpilogue, String> {
+    count(mult.len(), channels, "multipliers")?;
+    let i16_of = |v: i32, what: &str| {
+        i16::try_from(v).map_err(|_| format!("requant {what} {v} out of int16"))
+    };
+    let fr = FusedRelu {
+        dst: 0,
+        src: 0,
+        per_channel: true,
+        shift: 0,
+        act_min: i16_of(lo, "lo")?,
+        act_max: i16_of(hi, "hi")?,
+        zero_point: i16_of(zero_point, "zero point")?,
+        multiplier: 0,
+    };
+    let entries = mult
+        .iter()
+        .map(|&Multiplier { mult, shift }| [mult, i32::from(shift), 0, 0])
+        .collect();
+    Ok(SimdEpilogue {
+        program: vec![SimdInstr::FusedRelu(fr)],
+        entries,
+    })
+}
+
+fn count(n: usize, channels: usize, what: &str) -> Result<(), String> {
+    if n == channels {
+        Ok(())
+    } else {
+        Err(format!("{n} {what} for {channels} channels"))
+    }
+}
+
+/// The channel table stores fp32 values as their bit patterns.
+fn f32_bits(v: f32) -> i32 {
+    v.to_bits() as i32
+}
+
+enum Operand {
+    None,
+    Reg(u8),
+    Chan(u32),
+    I(i32),
+    F(f32),
+}
+
+fn alu(make: fn(Alu) -> SimdInstr, dst: u8, a: u8, b: Operand) -> SimdInstr {
+    let mut x = Alu {
+        dst,
+        a,
+        ..Default::default()
+    };
+    match b {
+        Operand::None => x.bsrc = BSrc::Imm,
+        Operand::Reg(r) => (x.bsrc, x.b) = (BSrc::Reg, r),
+        Operand::Chan(c) => (x.bsrc, x.chan) = (BSrc::Chan, c),
+        Operand::I(v) => (x.bsrc, x.imm) = (BSrc::Imm, v),
+        Operand::F(v) => (x.bsrc, x.imm) = (BSrc::Imm, f32_bits(v)),
+    }
+    make(x)
+}
+
+/// Executes `i` only in lanes where the predicate is set.
+fn pred(mut i: SimdInstr) -> SimdInstr {
+    if let SimdInstr::Fmul(a) = &mut i {
+        a.pred = true;
+    }
+    i
+}
+
+/// Appends the activation of `r0` (in place; r1..r4 are scratch).
+fn activation(a: &Activation, p: &mut Vec<SimdInstr>) {
+    use Operand::{Reg, F};
+    match *a {
+        Activation::Sigmoid => p.extend([
+            alu(SimdInstr::Fmul, 1, 0, F(-1.0)),
+            alu(SimdInstr::Fexp, 1, 1, Operand::None),
+            alu(SimdInstr::Fadd, 1, 1, F(1.0)),
+            alu(SimdInstr::Mov, 2, 0, F(1.0)),
+            alu(SimdInstr::Fdiv, 0, 2, Reg(1)),
+        ]),
+        Activation::Tanh => p.extend([
+            alu(SimdInstr::Fmul, 1, 0, F(-2.0)),
+            alu(SimdInstr::Fexp, 1, 1, Operand::None),
+            alu(SimdInstr::Mov, 2, 0, F(1.0)),
+            alu(SimdInstr::Fsub, 3, 2, Reg(1)),
+            alu(SimdInstr::Fadd, 4, 1, F(1.0)),
+            alu(SimdInstr::Fdiv, 0, 3, Reg(4)),
+        ]),
+        Activation::HardSigmoid { alpha, beta } => hard_sigmoid(p, 0, 0, alpha, beta),
+        Activation::HardSwish => {
+            hard_sigmoid(p, 1, 0, 1.0 / 6.0, 0.5);
+            p.push(alu(SimdInstr::Fmul, 0, 0, Reg(1)));
+        }
+        Activation::LeakyRelu { alpha } => {
+            p.push(alu(SimdInstr::Fcmplt, 0, 0, F(0.0)));
+            p.push(pred(alu(SimdInstr::Fmul, 0, 0, F(alpha))));
+        }
+        // The quantizer expresses these through FUSED_RELU's clamp; on the float path
+        // (a hand-built graph) they are FMAX / FMIN.
+        Activation::Relu => p.push(alu(SimdInstr::Fmax, 0, 0, F(0.0))),
+        Activation::Clip { min, max } => p.extend([
+            alu(SimdInstr::Fmax, 0, 0, F(min)),
+            alu(SimdInstr::Fmin, 0, 0, F(max)),
+        ]),
+    }
+}
+
+/// `dst = min(max(alpha * src + beta, 0), 1)`.
+fn hard_sigmoid(p: &mut Vec<SimdInstr>, dst: u8, src: u8, alpha: f32, beta: f32) {
+    use Operand::F;
+    p.extend([
+        alu(SimdInstr::Fmul, dst, src, F(alpha)),
+        alu(SimdInstr::Fadd, dst, dst, F(beta)),
+        alu(SimdInstr::Fmax, dst, dst, F(0.0)),
+        alu(SimdInstr::Fmin, dst, dst, F(1.0)),
+    ]);
 }

@@ -14,6 +14,10 @@
 //!
 //! [`serialise`] (the fallback when flags run out): the program runs in program order.
 //!
+//! Both work per segment: a STOP (a host-op boundary, docs/ISA.md 2.1) drains both
+//! queues and clears every flag, so instructions in different segments need no flag
+//! and every segment starts with all flags free.
+//!
 //! Consecutive instructions of one queue are ordered by the queue itself. Where the
 //! program switches queue (instruction `i` on one queue, `i+1` on the other), `i`
 //! sets a hand-over flag on completion and `i+1` waits for it and clears it on its
@@ -76,9 +80,38 @@ fn edges(
     out
 }
 
-/// Assigns flags for the edges of `instrs`. `span(b)` is buffer `b`'s SRAM range.
-/// Returns the number of flags used, or `None` if `max_flags` do not suffice.
+/// The runs of instructions between STOPs (STOPs excluded).
+fn segments(instrs: &[Instr]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, ins) in instrs.iter().enumerate() {
+        if ins.class() == Class::Control {
+            out.push(start..i);
+            start = i + 1;
+        }
+    }
+    out.push(start..instrs.len());
+    out
+}
+
+/// Assigns flags for the edges of `instrs`, segment by segment. `span(b)` is
+/// buffer `b`'s SRAM range. Returns the most flags a segment uses, or `None` if
+/// `max_flags` do not suffice.
 pub fn assign(
+    instrs: &mut [Instr],
+    acc: &[Access],
+    span: &dyn Fn(usize) -> (u64, u64),
+    max_flags: u32,
+) -> Option<u32> {
+    let mut used = 0;
+    for r in segments(instrs) {
+        let n = assign_segment(&mut instrs[r.clone()], &acc[r], span, max_flags)?;
+        used = used.max(n);
+    }
+    Some(used)
+}
+
+fn assign_segment(
     instrs: &mut [Instr],
     acc: &[Access],
     span: &dyn Fn(usize) -> (u64, u64),
@@ -125,8 +158,15 @@ fn is_dma(i: &Instr) -> bool {
     i.class() == Class::Dma
 }
 
-/// Adds the hand-over flags to `instrs` (which must not contain STOP yet).
+/// Adds the hand-over flags to `instrs` (without the final STOP), segment by
+/// segment.
 pub fn serialise(instrs: &mut [Instr]) {
+    for r in segments(instrs) {
+        serialise_segment(&mut instrs[r]);
+    }
+}
+
+fn serialise_segment(instrs: &mut [Instr]) {
     let mut handover = 0u32;
     for i in 1..instrs.len() {
         if is_dma(&instrs[i - 1]) != is_dma(&instrs[i]) {

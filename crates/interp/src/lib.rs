@@ -17,9 +17,13 @@
 //! pooling stage; eltwise; concat; host ops). Quantized epilogues are rejected.
 //!
 //! [`npy`] reads and writes NumPy `.npy` files (inputs and outputs of `nnac eval`).
+//!
+//! [`host`] defines host ops (dequantize, float op, quantize): the one implementation
+//! the quantized reference interpreter and the simulator share.
 
 mod error;
 mod exec;
+pub mod host;
 pub mod kernels;
 pub mod npy;
 

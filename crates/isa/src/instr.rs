@@ -248,20 +248,12 @@ pub fn encode_program(instrs: &[Instr]) -> Result<Vec<u8>, EncodeError> {
     Ok(out)
 }
 
-/// Decodes a whole instruction stream. The stream must end with its only STOP.
+/// Decodes a whole instruction stream: one or more segments, each ending with STOP
+/// (docs/ISA.md 2.1); the stream must end with STOP.
 pub fn decode_program(stream: &[u8]) -> Result<Vec<Located>, DecodeError> {
     let mut out = Vec::new();
     let mut offset = 0;
     while offset < stream.len() {
-        if matches!(
-            out.last(),
-            Some(Located {
-                instr: Instr::Stop(_),
-                ..
-            })
-        ) {
-            return Err(DecodeError::new(offset, "instruction after STOP"));
-        }
         let (instr, size) = Instr::decode(stream, offset)?;
         out.push(Located {
             index: out.len(),
@@ -286,11 +278,26 @@ pub fn decode_program(stream: &[u8]) -> Result<Vec<Located>, DecodeError> {
     Ok(out)
 }
 
-/// Checks the rules `decode_program` enforces, for a program about to be written.
+/// Checks the rules `decode_program` enforces, for a program about to be written:
+/// the last instruction is STOP.
 pub fn check_program(instrs: &[Instr]) -> Result<(), String> {
-    match instrs.iter().position(|i| matches!(i, Instr::Stop(_))) {
-        None => Err("program does not end with STOP".into()),
-        Some(p) if p + 1 != instrs.len() => Err(format!("instruction {} follows STOP", p + 1)),
-        Some(_) => Ok(()),
+    match instrs.last() {
+        Some(Instr::Stop(_)) => Ok(()),
+        _ => Err("program does not end with STOP".into()),
     }
+}
+
+/// The segments of a program: index ranges that each end with (and include) a STOP
+/// (docs/ISA.md 2.1). Instructions after the last STOP (a program `check_program`
+/// refuses) form no segment.
+pub fn segments(instrs: &[Instr]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, ins) in instrs.iter().enumerate() {
+        if matches!(ins, Instr::Stop(_)) {
+            out.push(start..i + 1);
+            start = i + 1;
+        }
+    }
+    out
 }

@@ -119,10 +119,17 @@ fn stop_must_end_the_stream() {
         .unwrap_err()
         .message
         .contains("STOP"));
+    // A segment after the last STOP must end with its own STOP.
     let mut two = stream();
     two.extend(dma().encode().unwrap());
     let e = decode_program(&two).unwrap_err();
-    assert_eq!(e.offset, 64);
+    assert_eq!(e.offset, 96);
+    assert!(e.message.contains("does not end with STOP"), "{e}");
+    two.extend(Instr::Stop(Stop::default()).encode().unwrap());
+    let segs = decode_program(&two).unwrap();
+    assert_eq!(segs.len(), 4);
+    let instrs: Vec<Instr> = segs.into_iter().map(|l| l.instr).collect();
+    assert_eq!(nnac_isa::instr::segments(&instrs), vec![0..2, 2..4]);
 }
 
 #[test]

@@ -157,3 +157,32 @@ fn hand_written_defaults_are_the_fsd() {
     assert_eq!(p.meta.source_model, "hand/every_op");
     assert!(p.check_hw().is_ok());
 }
+
+#[test]
+fn layer_table_shows_in_every_listing_and_round_trips() {
+    let mut p = every_op();
+    let n = p.instrs.len();
+    let names: Vec<Option<&str>> = (0..n)
+        .map(|i| match i {
+            _ if i + 1 == n => None,
+            _ if i < n / 2 => Some("conv1"),
+            _ => Some("fc \"2\""),
+        })
+        .collect();
+    p.layers = Some(nnac_isa::LayerTable::from_names(names));
+    let t = table::listing(&p);
+    assert!(t.contains("; layer conv1\n"), "{t}");
+    assert!(t.contains("  layers        2 layer names\n"), "{t}");
+    let lines = json::json_lines(&p);
+    let first: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    assert_eq!(first["layer"], "conv1");
+    let last: serde_json::Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    assert!(last["layer"].is_null());
+    let text = nnac_isa::listing::disassemble(&p, None).text;
+    assert!(text.contains(".layers\n.layer \"conv1\"\n"), "{text}");
+    let mut load = |_: &str| -> Result<Vec<u8>, String> { Err("no side files".into()) };
+    let back = nnac_isa::listing::assemble(&text, &mut load).unwrap();
+    assert_eq!(back.write().unwrap(), p.write().unwrap());
+    let bytes = p.write().unwrap();
+    assert_eq!(nnac_isa::Program::read(&bytes).unwrap().layers, p.layers);
+}

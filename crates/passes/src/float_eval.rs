@@ -3,7 +3,7 @@
 //! quantized reference interpreter).
 
 use crate::PassError;
-use nnac_ir::{Graph, Op, Tensor, TensorType, Value};
+use nnac_ir::{Graph, Op, Tensor, Value};
 use std::collections::BTreeMap;
 
 /// One set of graph inputs, by input name (the interpreters' convention).
@@ -22,27 +22,10 @@ pub fn run_observed(
     })
 }
 
-/// Evaluates one op on concrete operands (a one-node graph).
+/// Evaluates one op on concrete operands (a one-node graph; `nnac_interp::host`).
 pub fn eval_op(op: &Op, operands: &[Tensor], context: &str) -> Result<Tensor, PassError> {
-    let fail = |msg: String| PassError::Interp {
+    nnac_interp::host::eval_op(op, operands).map_err(|e| PassError::Interp {
         context: context.to_string(),
-        msg,
-    };
-    let mut g = Graph::new("eval_op");
-    let mut feed = Frame::new();
-    let mut ins = Vec::new();
-    for (i, t) in operands.iter().enumerate() {
-        let name = format!("in{i}");
-        ins.push(g.add_input(name.clone(), TensorType::f32(t.shape.clone())));
-        feed.insert(
-            name,
-            Tensor::f32(t.shape.clone(), t.to_f32_vec()).expect("same element count"),
-        );
-    }
-    let node = g
-        .add_node("op", op.clone(), &ins)
-        .map_err(|e| fail(e.to_string()))?;
-    g.add_output("out", Value::new(node, 0));
-    let mut out = run_observed(&g, &feed, context, &mut |_, _| {})?;
-    out.remove("out").ok_or_else(|| fail("no output".into()))
+        msg: e.to_string(),
+    })
 }

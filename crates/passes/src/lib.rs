@@ -16,7 +16,6 @@ pub mod qinterp;
 pub mod quant;
 pub mod report;
 pub mod simd_float;
-pub mod simd_program;
 mod util;
 
 pub mod fold_batchnorm;
@@ -35,7 +34,7 @@ pub mod remove_identity;
 pub use ctx::{Fused, PassCtx, Rewrite};
 pub use error::PassError;
 pub use float_eval::Frame;
-pub use options::{CalibMethod, DumpSpec, PassOptions};
+pub use options::{CalibMethod, DumpSpec, PassOptions, Progress, ProgressEvent};
 pub use pipeline::{
     compile_graph, run_passes, stage_names, Compiled, Pass, FLOAT_PASSES, FUSION_PASSES,
 };

@@ -1,6 +1,38 @@
 //! Options of the pass pipeline.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A step of the long-running stages, for a progress display.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgressEvent {
+    /// Calibration finished `done` of `total` frames.
+    Calibrate { done: usize, total: usize },
+    /// The quantization report (int8 vs float on the calibration frames) started.
+    Report { frames: usize, layers: usize },
+}
+
+/// A callback told about [`ProgressEvent`]s (the CLI draws a progress bar).
+#[derive(Clone)]
+pub struct Progress(pub Arc<dyn Fn(ProgressEvent) + Send + Sync>);
+
+impl Progress {
+    pub fn report(&self, e: ProgressEvent) {
+        (self.0)(e)
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress(..)")
+    }
+}
+
+impl PartialEq for Progress {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
 
 /// How activation ranges are chosen from the calibration statistics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -52,6 +84,8 @@ pub struct PassOptions {
     pub dump: Option<DumpSpec>,
     /// Stop after the float passes and fusion (no calibration, no quantization).
     pub skip_quantization: bool,
+    /// Told about calibration and report progress.
+    pub progress: Option<Progress>,
 }
 
 impl Default for PassOptions {
@@ -62,6 +96,7 @@ impl Default for PassOptions {
             verify_each: false,
             dump: None,
             skip_quantization: false,
+            progress: None,
         }
     }
 }

@@ -203,7 +203,7 @@ pub fn compile_graph(
         .collect();
     if !opts.skip_quantization {
         let t = Instant::now();
-        let stats = calib::collect(&float_graph, calib_frames)?;
+        let stats = calib::collect(&float_graph, calib_frames, opts.progress.as_ref())?;
         r.times
             .push(("calibrate".into(), t.elapsed().as_secs_f64() * 1e3));
         let t = Instant::now();
@@ -218,6 +218,12 @@ pub fn compile_graph(
             .filter(|l| l.acc.as_ref().is_some_and(|a| a.rescaled_channels > 0))
             .map(|l| l.name.clone())
             .collect();
+        if let Some(p) = &opts.progress {
+            p.report(crate::ProgressEvent::Report {
+                frames: calib_frames.len(),
+                layers: layers.len(),
+            });
+        }
         let t = Instant::now();
         report::measure(&float_graph, &g, &r.ctx, &layers, calib_frames, &mut rep)?;
         r.times

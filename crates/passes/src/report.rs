@@ -10,7 +10,7 @@ use crate::quant::params::{dequantize, scale_zp};
 use crate::quant::LayerQuant;
 use crate::{CalibMethod, PassError};
 use nnac_ir::{Graph, NodeId, Op, Tensor};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -118,20 +118,40 @@ pub fn measure(
         .iter()
         .map(|&n| (ctx.out_name(&q.node(n).name), n))
         .collect();
+    let wanted_ids: BTreeSet<NodeId> = wanted.values().copied().collect();
     for (i, frame) in frames.iter().enumerate() {
-        let mut float_vals: BTreeMap<NodeId, Vec<f32>> = BTreeMap::new();
-        let outs = run_observed(float_g, frame, &format!("report frame {i}"), &mut |v, t| {
-            if let Some(&n) = wanted.get(float_g.node(v.node).name.as_str()) {
-                float_vals.insert(n, t.to_f32_vec());
+        // The float and the quantized run are independent: run them concurrently and
+        // compare the values they kept afterwards.
+        let (float_run, q_run) = rayon::join(
+            || {
+                let mut float_vals: BTreeMap<NodeId, Vec<f32>> = BTreeMap::new();
+                let context = format!("report frame {i}");
+                run_observed(float_g, frame, &context, &mut |v, t| {
+                    if let Some(&n) = wanted.get(float_g.node(v.node).name.as_str()) {
+                        float_vals.insert(n, t.to_f32_vec());
+                    }
+                })
+                .map(|outs| (outs, float_vals))
+            },
+            || {
+                let mut codes: BTreeMap<NodeId, Vec<i32>> = BTreeMap::new();
+                run_quantized_observed(q, frame, &mut |n, c| {
+                    if wanted_ids.contains(&n) {
+                        codes.insert(n, c.to_vec());
+                    }
+                })
+                .map(|(vals, trace)| (vals, trace, codes))
+            },
+        );
+        let (outs, float_vals) = float_run?;
+        let (vals, trace, codes) = q_run?;
+        for (n, c) in &codes {
+            if let Some(f) = float_vals.get(n) {
+                let (s, zp) = scale_zp(&q.node(*n).outputs[0]);
+                let y: Vec<f32> = c.iter().map(|&c| dequantize(c, s, zp)).collect();
+                sums.entry(*n).or_default().add(f, &y);
             }
-        })?;
-        let (vals, trace) = run_quantized_observed(q, frame, &mut |n, codes| {
-            if let Some(f) = float_vals.get(&n) {
-                let (s, zp) = scale_zp(&q.node(n).outputs[0]);
-                let y: Vec<f32> = codes.iter().map(|&c| dequantize(c, s, zp)).collect();
-                sums.entry(n).or_default().add(f, &y);
-            }
-        })?;
+        }
         report.acc_overflows += trace.acc_overflows;
         let q_outs = crate::qinterp::dequantized_outputs(q, &vals);
         for (name, t) in &outs {
@@ -241,4 +261,20 @@ pub fn frame(pairs: &[(&str, Tensor)]) -> Frame {
         .iter()
         .map(|(n, t)| (n.to_string(), t.clone()))
         .collect()
+}
+
+/// A table of stage wall times (`(stage, ms)` in pipeline order, e.g.
+/// [`Report::pass_ms`] followed by the backend's stages) with each stage's share and
+/// the total (`nnac compile --time-passes`, the compile benchmark).
+pub fn time_table(rows: &[(String, f64)]) -> String {
+    let total: f64 = rows.iter().map(|(_, ms)| ms).sum();
+    let width = rows.iter().map(|(s, _)| s.len()).max().unwrap_or(0).max(5);
+    let mut s = String::new();
+    let _ = writeln!(s, "{:<width$} {:>10} {:>6}", "stage", "ms", "%");
+    for (stage, ms) in rows {
+        let share = if total > 0.0 { 100.0 * ms / total } else { 0.0 };
+        let _ = writeln!(s, "{stage:<width$} {ms:>10.1} {share:>6.1}");
+    }
+    let _ = writeln!(s, "{:<width$} {total:>10.1} {:>6.1}", "total", 100.0);
+    s
 }

@@ -1,7 +1,9 @@
-//! The fp32 SIMD sequences of the activations that need the float path. These are the
-//! exact operation sequences (docs/ISA.md fp32 semantics: IEEE binary32, round to
-//! nearest even, no fused multiply-add, canonical NaN) that the backend emits as SIMD
-//! programs; the quantized reference interpreter evaluates them on the same ops.
+//! The fp32 SIMD sequences of the activations that need the float path, evaluated on
+//! one value: the quantized reference interpreter's side of the fp32 epilogue. They
+//! are the exact operation sequences (docs/ISA.md fp32 semantics: IEEE binary32, round
+//! to nearest even, no fused multiply-add, canonical NaN) of the SIMD programs that
+//! nnac-backend-nna `simd.rs` emits; the backend's `tests/simd_epilogue.rs` runs those
+//! programs on the ISA's SIMD executor against this code bit for bit.
 //!
 //! - sigmoid(x)      = 1 / (1 + exp(-x))
 //! - tanh(x)         = (1 - e) / (1 + e) with e = exp(-2x)

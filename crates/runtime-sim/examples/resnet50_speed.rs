@@ -274,6 +274,7 @@ fn main() {
             zero_point: 0,
         }],
         host_ops: None,
+        layers: None,
         meta: Metadata::default(),
     };
     let sim = Simulator::new(

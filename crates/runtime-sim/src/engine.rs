@@ -77,6 +77,10 @@ pub struct Engine<'a> {
     fps: &'a [Footprint],
     hw: &'a HwConfig,
     queues: [Queue; 2],
+    /// Index ranges of the segments, each ending with its STOP.
+    segments: Vec<std::ops::Range<usize>>,
+    /// The segment running now.
+    current: std::ops::Range<usize>,
     stop: usize,
     flags: FlagSet,
     /// `clock[q][r]`: instructions of queue `r` known by queue `q` to have completed.
@@ -103,7 +107,7 @@ fn iref(instrs: &[Instr], index: usize) -> InstrRef {
 }
 
 impl<'a> Engine<'a> {
-    /// `instrs` must end with its only STOP (the decoder guarantees it).
+    /// `instrs` must end with STOP (the decoder guarantees it).
     pub fn new(
         instrs: &'a [Instr],
         fps: &'a [Footprint],
@@ -111,18 +115,14 @@ impl<'a> Engine<'a> {
         dram: Dram,
         sram: Memory,
     ) -> Engine<'a> {
-        let mut queues = [Queue::default(), Queue::default()];
-        for (i, ins) in instrs.iter().enumerate() {
-            if let Some(q) = queue_of(ins) {
-                queues[q].instrs.push(i);
-            }
-        }
         Engine {
             instrs,
             fps,
             hw,
-            queues,
-            stop: instrs.len() - 1,
+            queues: [Queue::default(), Queue::default()],
+            segments: nnac_isa::instr::segments(instrs),
+            current: 0..0,
+            stop: 0,
             flags: FlagSet::EMPTY,
             clock: [[0; 2]; 2],
             flag_clock: vec![[0; 2]; hw.flags as usize],
@@ -162,20 +162,49 @@ impl<'a> Engine<'a> {
         ev
     }
 
-    /// Runs to STOP under `schedule`.
-    pub fn run(&mut self, schedule: Schedule) -> Result<(), SimError> {
-        match schedule {
-            Schedule::Serial => self.run_serial(),
-            Schedule::Eager => self.run_with(|ev, eng| eng.eager_pick(ev)),
-            Schedule::Random { seed } => {
-                let mut rng = SplitMix64::new(seed);
-                self.run_with(move |ev, _| ev[rng.below(ev.len())])
+    /// Loads segment `k` into the queues; flags and clocks start clear.
+    fn enter_segment(&mut self, k: usize) {
+        let r = self.segments[k].clone();
+        self.queues = [Queue::default(), Queue::default()];
+        for i in r.start..r.end {
+            if let Some(q) = queue_of(&self.instrs[i]) {
+                self.queues[q].instrs.push(i);
             }
         }
+        self.stop = r.end - 1;
+        self.current = r;
+        self.flags = FlagSet::EMPTY;
+        self.clock = [[0; 2]; 2];
+        self.flag_clock.iter_mut().for_each(|c| *c = [0; 2]);
+    }
+
+    /// Runs every segment to its STOP under `schedule`; after segment `k`'s STOP
+    /// (queues drained, flags cleared) calls `host(k, dram, stats)`.
+    pub fn run(
+        &mut self,
+        schedule: Schedule,
+        host: &mut dyn FnMut(usize, &mut Dram, &mut RunStats) -> Result<(), SimError>,
+    ) -> Result<(), SimError> {
+        let mut rng = SplitMix64::new(match schedule {
+            Schedule::Random { seed } => seed,
+            _ => 0,
+        });
+        for k in 0..self.segments.len() {
+            self.enter_segment(k);
+            match schedule {
+                Schedule::Serial => self.run_serial()?,
+                Schedule::Eager => self.run_with(|ev, eng| eng.eager_pick(ev))?,
+                Schedule::Random { .. } => self.run_with(|ev, _| ev[rng.below(ev.len())])?,
+            }
+            self.flags = FlagSet::EMPTY;
+            self.stats.segments += 1;
+            host(k, &mut self.dram, &mut self.stats)?;
+        }
+        Ok(())
     }
 
     fn run_serial(&mut self) -> Result<(), SimError> {
-        for index in 0..self.instrs.len() {
+        for index in self.current.clone() {
             let Some(q) = queue_of(&self.instrs[index]) else {
                 if !self.stop_ready() {
                     return Err(self.deadlock("serial schedule"));

@@ -75,6 +75,8 @@ pub enum SimError {
     Hazard(Box<Hazard>),
     /// No queue can make progress.
     Deadlock(String),
+    /// A host op failed (bad op text, operand outside DRAM, shape mismatch).
+    Host { name: String, message: String },
 }
 
 impl SimError {
@@ -152,6 +154,7 @@ impl fmt::Display for SimError {
             SimError::Instr { at, message } => write!(f, "instruction {at}: {message}"),
             SimError::Hazard(h) => write!(f, "{h}"),
             SimError::Deadlock(m) => write!(f, "deadlock: {m}"),
+            SimError::Host { name, message } => write!(f, "host op '{name}': {message}"),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Program inputs and outputs: where their bytes live in DRAM.
+//! Program inputs and outputs (and host-op tensors): where their bytes live in DRAM.
 //!
 //! Host data is always in the descriptor's logical order (row-major over `shape`,
 //! e.g. NCHW). A `Dense` tensor is stored that way at `dram_addr`; an `Hwc` tensor
@@ -31,7 +31,7 @@ pub fn dram_extent(d: &IoDesc) -> Option<(u64, u64)> {
         return None;
     }
     let len = match d.layout {
-        IoLayout::Dense => numel(d),
+        IoLayout::Dense => numel(d).checked_mul(d.dtype.size())?,
         IoLayout::Hwc {
             row_pitch,
             pix_pitch,

@@ -5,20 +5,25 @@
 //! shared executor, fused pooling, SCALE, ELTWISE), interleaves the DMA and compute
 //! queues under a chosen [`Schedule`] synchronized only by dependency flags, and stops
 //! with a [`SimError`] on races the flags do not prevent, deadlocks, flag errors,
-//! out-of-range addresses and malformed instructions.
+//! out-of-range addresses and malformed instructions. A program is a sequence of
+//! segments ending with STOP; after each STOP the host ops attached to it run on DRAM
+//! (`host.rs`, semantics from `nnac_interp::host`).
 //!
 //! Entry points: [`run`] (one frame) and [`Simulator`] (prepare once, run many
 //! frames); inputs and outputs are raw codes in each descriptor's logical order.
+//! [`timing::analyze`] is the cycle-approximate timing model (docs/PERFORMANCE.md).
 
 mod engine;
 mod error;
 pub mod exec;
 mod footprint;
+mod host;
 mod io;
 mod memory;
 mod rng;
 mod sim;
 mod stats;
+pub mod timing;
 
 pub use engine::Schedule;
 pub use error::{flags_text, Hazard, HazardKind, InstrRef, SimError};

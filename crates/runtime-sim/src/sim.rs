@@ -3,6 +3,7 @@
 use crate::engine::{Engine, Schedule};
 use crate::error::SimError;
 use crate::footprint::{footprint, Footprint};
+use crate::host::{self, Prepared};
 use crate::io::{dram_extent, read_output, write_input};
 use crate::memory::{Dram, Memory};
 use crate::stats::RunStats;
@@ -44,6 +45,8 @@ pub struct Simulator<'p> {
     footprints: Vec<Footprint>,
     dram: Dram,
     schedule: Schedule,
+    /// Host ops, op text parsed, in execution order.
+    host_ops: Vec<Prepared<'p>>,
 }
 
 /// Runs `program` once. `inputs` gives the raw codes of every input, by descriptor
@@ -74,11 +77,6 @@ fn check_hw(program: &Program, given: &Option<HwConfig>) -> Result<(), SimError>
 }
 
 fn check_structure(program: &Program) -> Result<(), SimError> {
-    if program.host_ops.as_ref().is_some_and(|h| !h.ops.is_empty()) {
-        return Err(SimError::Unsupported(
-            "host ops (the program has a non-empty host-op section; the simulator runs NNA-only programs)".into(),
-        ));
-    }
     nnac_isa::instr::check_program(&program.instrs).map_err(SimError::Program)?;
     let mut names: Vec<&str> = program.io.iter().map(|d| d.name.as_str()).collect();
     names.sort_unstable();
@@ -91,8 +89,8 @@ fn check_structure(program: &Program) -> Result<(), SimError> {
     Ok(())
 }
 
-/// The program's DRAM: the image and every I/O tensor.
-fn dram_of(program: &Program) -> Result<Dram, SimError> {
+/// The program's DRAM: the image, every I/O tensor and every host-op tensor.
+fn dram_of(program: &Program, host_spans: Vec<(u64, u64)>) -> Result<Dram, SimError> {
     let img = &program.dram;
     let mut spans: Vec<(u64, u64)> = program.io.iter().filter_map(dram_extent).collect();
     if let Some(d) = program
@@ -106,10 +104,11 @@ fn dram_of(program: &Program) -> Result<Dram, SimError> {
         )));
     }
     spans.push((img.base, img.base + img.bytes.len() as u64));
+    spans.extend(host_spans);
     let mut dram = Dram::covering(spans);
     if dram.len() > MAX_DRAM_BYTES {
         return Err(SimError::Program(format!(
-            "DRAM image and I/O tensors need {} bytes, more than {MAX_DRAM_BYTES}",
+            "DRAM image, I/O and host-op tensors need {} bytes, more than {MAX_DRAM_BYTES}",
             dram.len()
         )));
     }
@@ -134,11 +133,13 @@ impl<'p> Simulator<'p> {
             .enumerate()
             .map(|(i, ins)| footprint(ins, hw).map_err(|m| SimError::instr(i, ins.mnemonic(), m)))
             .collect::<Result<Vec<_>, _>>()?;
+        let host_ops = host::prepare(program)?;
         Ok(Simulator {
             program,
             footprints,
-            dram: dram_of(program)?,
+            dram: dram_of(program, host::spans(&host_ops))?,
             schedule: opts.schedule,
+            host_ops,
         })
     }
 
@@ -179,7 +180,16 @@ impl<'p> Simulator<'p> {
         self.load_inputs(inputs, &mut dram)?;
         let sram = Memory::zeroed("SRAM", 0, hw.sram_bytes as usize);
         let mut engine = Engine::new(&self.program.instrs, &self.footprints, hw, dram, sram);
-        engine.run(self.schedule)?;
+        let host_ops = &self.host_ops;
+        let mut next = 0;
+        engine.run(self.schedule, &mut |k, dram, stats| {
+            while let Some(p) = host_ops.get(next).filter(|p| p.rec.segment as usize == k) {
+                host::run(p, dram)?;
+                stats.host_ops += 1;
+                next += 1;
+            }
+            Ok(())
+        })?;
         let outputs = self
             .outputs()
             .map(|d| {

@@ -27,6 +27,10 @@ pub struct RunStats {
     pub first_overflow: Option<OverflowSite>,
     /// Instruction starts while the other queue had an instruction in flight.
     pub overlapped_starts: u64,
+    /// Host ops run between segments.
+    pub host_ops: u64,
+    /// Segments run (STOPs reached).
+    pub segments: u64,
 }
 
 impl RunStats {
@@ -40,5 +44,7 @@ impl RunStats {
         self.acc_overflows += o.acc_overflows;
         self.first_overflow = self.first_overflow.or(o.first_overflow);
         self.overlapped_starts += o.overlapped_starts;
+        self.host_ops += o.host_ops;
+        self.segments += o.segments;
     }
 }

@@ -95,6 +95,7 @@ fn program(instrs: Vec<Instr>) -> Program {
             zero_point: 0,
         }],
         host_ops: None,
+        layers: None,
         meta: Metadata {
             hw: small_hw(),
             ..Metadata::default()
@@ -236,7 +237,7 @@ fn setting_a_set_flag_is_a_program_error() {
 }
 
 #[test]
-fn foreign_hardware_and_host_ops_are_refused() {
+fn foreign_hardware_and_bad_host_ops_are_refused() {
     let p = program(pipeline());
     let e = run(
         &p,
@@ -257,17 +258,28 @@ fn foreign_hardware_and_host_ops_are_refused() {
         }
     )
     .is_ok());
+    // A host op whose op text is not an op is refused before the run, by name.
     let mut h = p.clone();
+    let out = h.io[0].clone();
     h.host_ops = Some(HostOps {
         ops: vec![HostOp {
-            kind: 1,
-            payload: vec![],
+            segment: 0,
+            name: "bad".into(),
+            op: "frobnicate{x=1}".into(),
+            inputs: vec![],
+            output: IoDesc {
+                dir: IoDir::Output,
+                ..out
+            },
         }],
     });
-    assert!(matches!(
-        run(&h, &[], &Default::default()),
-        Err(SimError::Unsupported(_))
-    ));
+    match run(&h, &[], &Default::default()) {
+        Err(SimError::Host { name, message }) => {
+            assert_eq!(name, "bad");
+            assert!(message.contains("frobnicate"), "{message}");
+        }
+        other => panic!("expected a host-op error, got {other:?}"),
+    }
     let mut f = p;
     f.instrs[0] = read(X, BUF_A, 128, FlagOps::new().set(20)); // only 16 flags
     assert!(matches!(

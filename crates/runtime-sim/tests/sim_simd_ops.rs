@@ -175,6 +175,7 @@ fn strided_dma_moves_tiles() {
             zero_point: 0,
         }],
         host_ops: None,
+        layers: None,
         meta: Metadata {
             hw,
             ..Metadata::default()
@@ -240,6 +241,7 @@ fn hwc_inputs_and_outputs_use_their_pitches() {
             },
         ],
         host_ops: None,
+        layers: None,
         meta: Metadata {
             hw,
             ..Metadata::default()

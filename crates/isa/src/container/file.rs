@@ -2,7 +2,7 @@
 
 use super::wire::{Reader, Writer};
 use super::{
-    ContainerError, DramImage, HostOp, HostOps, IoDesc, Metadata, Program, SectionKind,
+    ContainerError, DramImage, HostOps, IoDesc, LayerTable, Metadata, Program, SectionKind,
     FORMAT_VERSION, MAGIC,
 };
 use crate::crc32::crc32;
@@ -12,8 +12,6 @@ use crate::instr::{check_program, decode_program, encode_program};
 const HEADER_SIZE: usize = 16;
 const ENTRY_SIZE: usize = 24;
 const CRC_SIZE: usize = 4;
-const HOSTOPS_MAGIC: [u8; 4] = *b"HOPS";
-const HOSTOPS_VERSION: u32 = 1;
 
 impl Program {
     /// Serializes the program. Deterministic: equal programs give equal bytes.
@@ -21,6 +19,11 @@ impl Program {
         check_program(&self.instrs).map_err(ContainerError::new)?;
         for d in &self.io {
             d.validate().map_err(ContainerError::new)?;
+            check_io_dtype(d).map_err(ContainerError::new)?;
+        }
+        if let Some(h) = &self.host_ops {
+            h.validate(crate::instr::segments(&self.instrs).len())
+                .map_err(ContainerError::new)?;
         }
         self.meta
             .hw
@@ -33,9 +36,13 @@ impl Program {
             (SectionKind::Io, write_io(&self.io)),
         ];
         if let Some(h) = &self.host_ops {
-            sections.push((SectionKind::HostOps, write_host_ops(h)));
+            sections.push((SectionKind::HostOps, h.write()));
         }
         sections.push((SectionKind::Metadata, write_meta(&self.meta)));
+        if let Some(l) = &self.layers {
+            l.validate(self.instrs.len()).map_err(ContainerError::new)?;
+            sections.push((SectionKind::Layers, l.write()));
+        }
 
         let mut w = Writer::default();
         w.bytes(&MAGIC);
@@ -67,7 +74,7 @@ impl Program {
         };
 
         let (_, off, data) = need(SectionKind::Instructions)?;
-        let instrs = decode_program(data)
+        let instrs: Vec<_> = decode_program(data)
             .map_err(|e| ContainerError::at(off + e.offset, "instructions", e.message))?
             .into_iter()
             .map(|l| l.instr)
@@ -77,17 +84,28 @@ impl Program {
         let (_, off, data) = need(SectionKind::Io)?;
         let io = read_io(&mut Reader::new(data, *off, "io"))?;
         let host_ops = match get(SectionKind::HostOps) {
-            Some((_, off, data)) => Some(read_host_ops(&mut Reader::new(data, *off, "hostops"))?),
+            Some((_, off, data)) => Some(HostOps::read(
+                &mut Reader::new(data, *off, "hostops"),
+                crate::instr::segments(&instrs).len(),
+            )?),
             None => None,
         };
         let (_, off, data) = need(SectionKind::Metadata)?;
         let meta = read_meta(&mut Reader::new(data, *off, "metadata"))?;
+        let layers = match get(SectionKind::Layers) {
+            Some((_, off, data)) => Some(LayerTable::read(
+                &mut Reader::new(data, *off, "layers"),
+                instrs.len(),
+            )?),
+            None => None,
+        };
         Ok(Program {
             instrs,
             dram,
             io,
             host_ops,
             meta,
+            layers,
         })
     }
 }
@@ -199,45 +217,29 @@ fn read_io(r: &mut Reader) -> Result<Vec<IoDesc>, ContainerError> {
     let n = r.count(32)?;
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
-        v.push(IoDesc::read(r)?);
+        let start = r.error("");
+        let d = IoDesc::read(r)?;
+        check_io_dtype(&d).map_err(|m| ContainerError {
+            message: m,
+            ..start
+        })?;
+        v.push(d);
     }
     r.finish()?;
     Ok(v)
 }
 
-fn write_host_ops(h: &HostOps) -> Vec<u8> {
-    let mut w = Writer::default();
-    w.bytes(&HOSTOPS_MAGIC);
-    w.u32(HOSTOPS_VERSION);
-    w.u32(h.ops.len() as u32);
-    for op in &h.ops {
-        w.u32(op.kind);
-        w.u32(op.payload.len() as u32);
-        w.bytes(&op.payload);
+/// Program inputs and outputs are 8-bit codes (the wider dtypes describe host-op
+/// constants only).
+fn check_io_dtype(d: &IoDesc) -> Result<(), String> {
+    if d.dtype.is_code() {
+        return Ok(());
     }
-    w.0
-}
-
-fn read_host_ops(r: &mut Reader) -> Result<HostOps, ContainerError> {
-    if r.bytes(4)? != HOSTOPS_MAGIC {
-        return Err(r.error("bad host-op section magic"));
-    }
-    let v = r.u32()?;
-    if v != HOSTOPS_VERSION {
-        return Err(r.error(format!("unsupported host-op section version {v}")));
-    }
-    let n = r.count(8)?;
-    let mut ops = Vec::with_capacity(n);
-    for _ in 0..n {
-        let kind = r.u32()?;
-        let len = r.count(1)?;
-        ops.push(HostOp {
-            kind,
-            payload: r.bytes(len)?.to_vec(),
-        });
-    }
-    r.finish()?;
-    Ok(HostOps { ops })
+    Err(format!(
+        "{}: program inputs and outputs must be int8 or uint8, not {}",
+        d.name,
+        d.dtype.name()
+    ))
 }
 
 fn write_meta(m: &Metadata) -> Vec<u8> {

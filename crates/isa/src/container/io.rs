@@ -9,31 +9,56 @@ pub enum IoDir {
     Output = 1,
 }
 
+/// Element type of a described tensor. Program inputs and outputs are 8-bit codes;
+/// the wider types only describe constant operands of host ops in the DRAM image
+/// (little-endian, `Dense` layout).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IoDtype {
     Int8 = 0,
     Uint8 = 1,
+    Float32 = 2,
+    Int64 = 3,
 }
 
 impl IoDtype {
+    pub const ALL: [IoDtype; 4] = [
+        IoDtype::Int8,
+        IoDtype::Uint8,
+        IoDtype::Float32,
+        IoDtype::Int64,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             IoDtype::Int8 => "int8",
             IoDtype::Uint8 => "uint8",
+            IoDtype::Float32 => "float32",
+            IoDtype::Int64 => "int64",
         }
     }
     pub fn from_name(s: &str) -> Option<IoDtype> {
-        match s {
-            "int8" => Some(IoDtype::Int8),
-            "uint8" => Some(IoDtype::Uint8),
-            _ => None,
+        Self::ALL.into_iter().find(|d| d.name() == s)
+    }
+    pub fn from_u8(v: u8) -> Option<IoDtype> {
+        Self::ALL.into_iter().find(|d| *d as u8 == v)
+    }
+    /// Bytes per element.
+    pub fn size(self) -> u64 {
+        match self {
+            IoDtype::Int8 | IoDtype::Uint8 => 1,
+            IoDtype::Float32 => 4,
+            IoDtype::Int64 => 8,
         }
     }
-    /// Legal zero points.
+    /// True for the 8-bit code types (the only ones a program input/output may have).
+    pub fn is_code(self) -> bool {
+        self.size() == 1
+    }
+    /// Legal zero points (0 only for float32 / int64).
     pub fn zero_range(self) -> (i32, i32) {
         match self {
             IoDtype::Int8 => (-128, 127),
             IoDtype::Uint8 => (0, 255),
+            IoDtype::Float32 | IoDtype::Int64 => (0, 0),
         }
     }
 }
@@ -95,6 +120,13 @@ impl IoDesc {
             ));
         }
         if let IoLayout::Hwc { .. } = self.layout {
+            if !self.dtype.is_code() {
+                return Err(format!(
+                    "{}: hwc layout needs an 8-bit dtype, not {}",
+                    self.name,
+                    self.dtype.name()
+                ));
+            }
             if !(self.shape.len() == 3 || (self.shape.len() == 4 && self.shape[0] == 1)) {
                 return Err(format!(
                     "{}: hwc layout needs shape [1,C,H,W] or [C,H,W]",
@@ -134,11 +166,8 @@ impl IoDesc {
             1 => IoDir::Output,
             v => return Err(r.error(format!("bad direction {v}"))),
         };
-        let dtype = match r.u8()? {
-            0 => IoDtype::Int8,
-            1 => IoDtype::Uint8,
-            v => return Err(r.error(format!("bad dtype {v}"))),
-        };
+        let dt = r.u8()?;
+        let dtype = IoDtype::from_u8(dt).ok_or_else(|| r.error(format!("bad dtype {dt}")))?;
         let layout_code = r.u8()?;
         let rank = r.u8()? as usize;
         if rank > MAX_RANK {

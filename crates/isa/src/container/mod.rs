@@ -1,10 +1,14 @@
 //! The `.nnab` program container (format described in docs/ISA.md, "Container").
 
 mod file;
+mod hostops;
 mod io;
+mod layers;
 mod wire;
 
+pub use hostops::{HostOp, HostOps, HOSTOPS_VERSION, MAX_HOST_INPUTS};
 pub use io::{IoDesc, IoDir, IoDtype, IoLayout};
+pub use layers::{LayerTable, NO_LAYER};
 
 use crate::hw::HwConfig;
 use crate::instr::{Instr, Located};
@@ -23,15 +27,17 @@ pub enum SectionKind {
     Io = 3,
     HostOps = 4,
     Metadata = 5,
+    Layers = 6,
 }
 
 impl SectionKind {
-    pub const ALL: [SectionKind; 5] = [
+    pub const ALL: [SectionKind; 6] = [
         SectionKind::Instructions,
         SectionKind::Dram,
         SectionKind::Io,
         SectionKind::HostOps,
         SectionKind::Metadata,
+        SectionKind::Layers,
     ];
     pub fn from_u32(v: u32) -> Option<SectionKind> {
         Self::ALL.into_iter().find(|k| *k as u32 == v)
@@ -43,6 +49,7 @@ impl SectionKind {
             SectionKind::Io => "io",
             SectionKind::HostOps => "hostops",
             SectionKind::Metadata => "metadata",
+            SectionKind::Layers => "layers",
         }
     }
 }
@@ -52,19 +59,6 @@ impl SectionKind {
 pub struct DramImage {
     pub base: u64,
     pub bytes: Vec<u8>,
-}
-
-/// One host-side operation (opaque to the NNA; interpreted by the runtime).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct HostOp {
-    pub kind: u32,
-    pub payload: Vec<u8>,
-}
-
-/// The host-op section.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct HostOps {
-    pub ops: Vec<HostOp>,
 }
 
 /// Program metadata.
@@ -81,14 +75,17 @@ pub struct Metadata {
 /// A whole NNA program.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Program {
-    /// Instruction stream; must end with its only STOP.
+    /// Instruction stream: segments, each ending with STOP; the last instruction is
+    /// STOP (docs/ISA.md 2.1).
     pub instrs: Vec<Instr>,
     pub dram: DramImage,
     /// Inputs and outputs, in order.
     pub io: Vec<IoDesc>,
-    /// Optional host-op section.
+    /// Optional host-op section: ops the host runs between segments.
     pub host_ops: Option<HostOps>,
     pub meta: Metadata,
+    /// Optional layer table: the source layer of every instruction.
+    pub layers: Option<LayerTable>,
 }
 
 /// A container that cannot be read or written.

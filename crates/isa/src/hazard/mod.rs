@@ -6,7 +6,13 @@
 //!
 //! The DMA queue holds the DMA_READ / DMA_WRITE instructions `d0 .. d(m-1)`, the
 //! compute queue the compute instructions `c0 .. c(n-1)`, both in program order; STOP
-//! ends both. Each queue runs one instruction at a time, in order (ISA.md 2), so two
+//! ends both. A program is a sequence of segments, each ending with STOP (docs/ISA.md
+//! 2.1): at a STOP both queues drain and every flag is cleared before the next segment
+//! (and the host ops between them) starts, so a STOP is a full barrier. Each segment
+//! is checked on its own, from the all-clear flag state, with the model below;
+//! accesses in different segments never overlap in time, and a deadlock is a segment
+//! that cannot reach its STOP. Progress in findings counts instructions of the whole
+//! program. Each queue runs one instruction at a time, in order (ISA.md 2), so two
 //! instructions of the *same* queue never overlap in time and are safe by ordering:
 //! only DMA/compute pairs can race. An instruction has two events: *start* (when it
 //! is its queue's head, the previous one has completed, and its `wait_set` flags are
@@ -129,10 +135,46 @@ pub fn check_instrs(instrs: &[Instr], hw: &HwConfig) -> Result<HazardReport, Haz
         }
     }
     let pairs: Vec<(InstrRef, &Instr)> = refs.into_iter().zip(instrs).collect();
-    let queues = queues::Queues::new(&pairs, hw);
-    report.dma_instrs = queues.dma.len();
-    report.compute_instrs = queues.compute.len();
+    for seg in crate::instr::segments(instrs) {
+        report = check_segment(&pairs[seg], hw, report);
+    }
+    Ok(report)
+}
+
+/// Explores one segment (ending with its STOP) and adds its findings to `report`,
+/// with progress counted from the start of the program.
+fn check_segment(
+    pairs: &[(InstrRef, &Instr)],
+    hw: &HwConfig,
+    mut report: HazardReport,
+) -> HazardReport {
+    let queues = queues::Queues::new(pairs, hw);
+    let base = Progress {
+        dma_done: report.dma_instrs,
+        compute_done: report.compute_instrs,
+    };
+    let seen = (
+        report.flag_errors.len(),
+        report.races.len(),
+        report.deadlocks.len(),
+    );
+    report.dma_instrs += queues.dma.len();
+    report.compute_instrs += queues.compute.len();
     let mut ex = explore::Explorer::new(&queues, report);
     ex.run();
-    Ok(ex.report)
+    let mut report = ex.report;
+    let shift = |p: &mut Progress| {
+        p.dma_done += base.dma_done;
+        p.compute_done += base.compute_done;
+    };
+    report.flag_errors[seen.0..]
+        .iter_mut()
+        .for_each(|f| shift(&mut f.at));
+    report.races[seen.1..]
+        .iter_mut()
+        .for_each(|r| shift(&mut r.at));
+    report.deadlocks[seen.2..]
+        .iter_mut()
+        .for_each(|d| shift(&mut d.at));
+    report
 }

@@ -114,7 +114,7 @@ pub struct Queues {
 }
 
 impl Queues {
-    /// Splits `instrs` (which must end with its only STOP) by class.
+    /// Splits one segment `instrs` (which must end with its only STOP) by class.
     pub fn new(instrs: &[(InstrRef, &Instr)], hw: &HwConfig) -> Queues {
         let (mut dma, mut compute, mut stop) = (Vec::new(), Vec::new(), None);
         let (mut ever_set, mut ever_cleared, mut top) = (FlagSet::EMPTY, FlagSet::EMPTY, 0);

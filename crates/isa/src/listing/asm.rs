@@ -2,7 +2,9 @@
 
 use super::lexer::{words, Word};
 use super::value::{from_hex, parse_int, parse_value, parse_wide, unquote};
-use crate::container::{DramImage, HostOp, HostOps, IoDesc, IoDir, IoDtype, IoLayout, Program};
+use crate::container::{
+    DramImage, HostOp, HostOps, IoDesc, IoDir, IoDtype, IoLayout, LayerTable, Program,
+};
 use crate::crc32::crc32;
 use crate::field::Fields;
 use crate::flags::{FlagSet, LIST_NAMES};
@@ -42,6 +44,23 @@ struct Asm<'a> {
     hw_line: usize,
     seen: Vec<&'static str>,
     load: &'a mut Loader<'a>,
+    /// `.layers` given: the program has a layer table.
+    has_layers: bool,
+    /// The layer set by the last `.layer` line.
+    layer: Option<String>,
+    /// The layer of every instruction so far.
+    layer_of: Vec<Option<String>>,
+    /// The host op being read (`.hostop` seen, `.hostout` maybe not yet) and its line.
+    host: Option<(PendingHost, usize)>,
+}
+
+/// A host op whose `.hostin` / `.hostout` lines are still being read.
+struct PendingHost {
+    segment: u32,
+    name: String,
+    op: String,
+    inputs: Vec<IoDesc>,
+    output: Option<IoDesc>,
 }
 
 /// Assembles a listing. `load` reads side files named by `.dram ... file=`.
@@ -54,6 +73,10 @@ pub fn assemble<'a>(text: &str, load: &'a mut Loader<'a>) -> Result<Program, Asm
         hw_line: 0,
         seen: Vec::new(),
         load,
+        has_layers: false,
+        layer: None,
+        layer_of: Vec::new(),
+        host: None,
     };
     for (i, line) in text.lines().enumerate() {
         a.line = i + 1;
@@ -204,11 +227,55 @@ impl Asm<'_> {
                 self.p.host_ops = Some(HostOps::default());
             }
             ".hostop" => {
-                let kind = a.num::<u32>("kind", at)?;
-                let payload = a.hex("hex", at)?;
-                let e = self.err(at, ".hostop before .hostops");
-                let h = self.p.host_ops.as_mut().ok_or(e)?;
-                h.ops.push(HostOp { kind, payload });
+                if self.p.host_ops.is_none() {
+                    return Err(self.err(at, ".hostop before .hostops"));
+                }
+                self.flush_host()?;
+                let pending = PendingHost {
+                    segment: a.num::<u32>("segment", at)?,
+                    name: a.string("name", at)?,
+                    op: a.string("op", at)?,
+                    inputs: Vec::new(),
+                    output: None,
+                };
+                self.host = Some((pending, self.line));
+            }
+            ".hostin" | ".hostout" => {
+                let (dir, what) = if head.key == ".hostin" {
+                    (IoDir::Input, ".hostin")
+                } else {
+                    (IoDir::Output, ".hostout")
+                };
+                let d = io_desc(&mut a, dir, at)?;
+                let e = self.err(at, format!("{what} outside a .hostop"));
+                let (h, _) = self.host.as_mut().ok_or(e)?;
+                if h.output.is_some() {
+                    return Err(self.err(at, format!("{what} after the op's .hostout")));
+                }
+                if dir == IoDir::Input {
+                    h.inputs.push(d);
+                } else {
+                    h.output = Some(d);
+                }
+            }
+            ".layers" => {
+                self.once(head, ".layers")?;
+                self.has_layers = true;
+            }
+            ".layer" => {
+                if !self.has_layers {
+                    return Err(self.err(at, ".layer before .layers"));
+                }
+                let w = a
+                    .words
+                    .first()
+                    .cloned()
+                    .ok_or_else(|| self.err(at, "expected a layer name string or `none`"))?;
+                a.words.remove(0);
+                self.layer = match w.key.as_str() {
+                    "none" => None,
+                    q => Some(unquote(q).map_err(|m| self.err(w.col, m))?),
+                };
             }
             other => return Err(self.err(at, format!("unknown directive '{other}'"))),
         }
@@ -252,6 +319,7 @@ impl Asm<'_> {
         set_fields(ins.body_mut(), &mut a)?;
         self.p.instrs.push(ins);
         self.instr_lines.push(self.line);
+        self.layer_of.push(self.layer.clone());
         Ok(())
     }
 
@@ -278,7 +346,36 @@ impl Asm<'_> {
         Ok(())
     }
 
+    /// Completes the pending host op (it needs its `.hostout`).
+    fn flush_host(&mut self) -> Result<(), AsmError> {
+        let Some((h, line)) = self.host.take() else {
+            return Ok(());
+        };
+        let output = h.output.ok_or(AsmError {
+            line,
+            col: 1,
+            message: format!("host op '{}' has no .hostout line", h.name),
+        })?;
+        let op = HostOp {
+            segment: h.segment,
+            name: h.name,
+            op: h.op,
+            inputs: h.inputs,
+            output,
+        };
+        if let Some(ops) = self.p.host_ops.as_mut() {
+            ops.ops.push(op);
+        }
+        Ok(())
+    }
+
     fn finish(mut self) -> Result<Program, AsmError> {
+        self.flush_host()?;
+        if self.has_layers {
+            self.p.layers = Some(LayerTable::from_names(
+                self.layer_of.iter().map(|l| l.as_deref()),
+            ));
+        }
         if !self.hw_lines.is_empty() {
             self.p.meta.hw =
                 HwConfig::from_toml_str(&self.hw_lines.join("\n")).map_err(|e| AsmError {
@@ -305,6 +402,14 @@ impl Asm<'_> {
                 col: 1,
                 message: m,
             });
+        }
+        if let Some(h) = &self.p.host_ops {
+            let segments = crate::instr::segments(&self.p.instrs).len();
+            h.validate(segments).map_err(|m| AsmError {
+                line: self.line,
+                col: 1,
+                message: m,
+            })?;
         }
         Ok(self.p)
     }
@@ -336,8 +441,12 @@ fn set_fields(body: &mut dyn Fields, a: &mut Args) -> Result<(), AsmError> {
 fn io_desc(a: &mut Args, dir: IoDir, at: usize) -> Result<IoDesc, AsmError> {
     let name = a.string("name", at)?;
     let (dt, col) = a.need("dtype", at)?;
-    let dtype = IoDtype::from_name(&dt)
-        .ok_or_else(|| a.err(col, format!("bad dtype '{dt}' (int8 or uint8)")))?;
+    let dtype = IoDtype::from_name(&dt).ok_or_else(|| {
+        a.err(
+            col,
+            format!("bad dtype '{dt}' (int8, uint8, float32 or int64)"),
+        )
+    })?;
     let (sh, col) = a.need("shape", at)?;
     let shape = parse_shape(&sh)
         .ok_or_else(|| a.err(col, format!("bad shape '{sh}' (expected [d0,d1,...])")))?;

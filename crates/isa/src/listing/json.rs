@@ -1,5 +1,6 @@
 //! `nnac disasm --json`: one JSON object per instruction.
 
+use crate::container::{HostOp, IoDesc, IoLayout};
 use crate::field::{Fields, Fmt};
 use crate::instr::Instr;
 use crate::Program;
@@ -44,14 +45,56 @@ pub fn instr_json(index: usize, offset: usize, ins: &Instr) -> Value {
     })
 }
 
-/// One compact JSON line per instruction.
+fn desc_json(d: &IoDesc) -> Value {
+    let layout = match d.layout {
+        IoLayout::Dense => json!({"kind": "dense"}),
+        IoLayout::Hwc {
+            row_pitch,
+            pix_pitch,
+        } => json!({"kind": "hwc", "row_pitch": row_pitch, "pix_pitch": pix_pitch}),
+    };
+    json!({
+        "name": d.name,
+        "dtype": d.dtype.name(),
+        "shape": d.shape,
+        "dram": d.dram_addr,
+        "layout": layout,
+        "scale": d.scale,
+        "zero_point": d.zero_point,
+    })
+}
+
+/// The JSON object of one host op.
+pub fn host_op_json(op: &HostOp) -> Value {
+    json!({
+        "segment": op.segment,
+        "name": op.name,
+        "op": op.op,
+        "inputs": op.inputs.iter().map(desc_json).collect::<Vec<_>>(),
+        "output": desc_json(&op.output),
+    })
+}
+
+/// One compact JSON line per instruction; a STOP carries the host ops that run
+/// after it (`host_ops`).
 pub fn json_lines(p: &Program) -> Vec<String> {
     let mut offset = 0;
+    let mut segment = 0usize;
     p.instrs
         .iter()
         .enumerate()
         .map(|(i, ins)| {
-            let line = instr_json(i, offset, ins).to_string();
+            let mut v = instr_json(i, offset, ins);
+            if let Some(t) = &p.layers {
+                v["layer"] = json!(t.name_of(i));
+            }
+            if let (Instr::Stop(_), Some(h)) = (ins, &p.host_ops) {
+                v["host_ops"] = json!(h.after(segment).map(host_op_json).collect::<Vec<_>>());
+            }
+            if matches!(ins, Instr::Stop(_)) {
+                segment += 1;
+            }
+            let line = v.to_string();
             offset += ins.encoded_size();
             line
         })

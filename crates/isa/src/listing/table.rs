@@ -1,8 +1,9 @@
 //! The human-readable listing: one row per instruction with flag columns, then a
 //! summary of the sections.
 
-use super::text::{io_line, simd_line};
+use super::text::{io_fields, io_line, simd_line};
 use super::value::field_pairs;
+use crate::container::HostOp;
 use crate::container::Program;
 use crate::instr::{Class, Instr};
 
@@ -70,15 +71,42 @@ pub fn listing(p: &Program) -> String {
     };
     let mut out = fmt_row(&header);
     let indent = " ".repeat(widths[0] + widths[1] + 4);
-    for (r, ins) in rows.iter().zip(&p.instrs) {
+    let mut layer = None;
+    let mut segment = 0usize;
+    for (i, (r, ins)) in rows.iter().zip(&p.instrs).enumerate() {
+        if let Some(now) = p.layers.as_ref().and_then(|t| t.name_of(i)) {
+            if layer != Some(now) {
+                out.push_str(&format!("; layer {now}\n"));
+            }
+            layer = Some(now);
+        }
         out.push_str(&fmt_row(r));
         for s in ins.simd() {
             out.push_str(&format!("{indent}+ {}\n", simd_line(s)));
+        }
+        if matches!(ins, Instr::Stop(_)) {
+            for op in p.host_ops.iter().flat_map(|h| h.after(segment)) {
+                out.push_str(&host_op_summary(op));
+            }
+            segment += 1;
         }
     }
     out.push('\n');
     out.push_str(&summary(p));
     out
+}
+
+/// `; host op after segment k: name = op` plus one line per tensor.
+fn host_op_summary(op: &HostOp) -> String {
+    let mut s = format!(
+        "; host op after segment {}: {} = {}\n",
+        op.segment, op.name, op.op
+    );
+    for d in &op.inputs {
+        s.push_str(&format!(";     in  {}\n", io_fields(d)));
+    }
+    s.push_str(&format!(";     out {}\n", io_fields(&op.output)));
+    s
 }
 
 /// Summary of the sections.
@@ -107,12 +135,16 @@ pub fn summary(p: &Program) -> String {
     match &p.host_ops {
         None => s.push_str("  hostops       absent\n"),
         Some(h) => {
-            let bytes: usize = h.ops.iter().map(|o| o.payload.len()).sum();
+            let segments = crate::instr::segments(&p.instrs).len();
             s.push_str(&format!(
-                "  hostops       {} ops, {bytes} payload bytes\n",
+                "  hostops       {} ops between {segments} segments\n",
                 h.ops.len()
             ));
         }
+    }
+    match &p.layers {
+        None => s.push_str("  layers        absent\n"),
+        Some(t) => s.push_str(&format!("  layers        {} layer names\n", t.names.len())),
     }
     s.push_str(&format!(
         "  metadata      model {:?}, compiler {:?}, hw {}x{} MACs, {} B SRAM, {} flags (fingerprint {:#018x})\n",

@@ -2,7 +2,7 @@
 //! reads back byte-identically.
 
 use super::value::{field_pairs, quote, to_hex};
-use crate::container::{IoDesc, IoDir, IoLayout, Program};
+use crate::container::{HostOp, IoDesc, IoDir, IoLayout, Program};
 use crate::crc32::crc32;
 use crate::flags::LIST_NAMES;
 use crate::instr::Instr;
@@ -69,18 +69,26 @@ pub fn disassemble(p: &Program, dram_side_file: Option<&str>) -> Disassembly {
         out.push_str(&io_line(d));
         out.push('\n');
     }
-    if let Some(h) = &p.host_ops {
+    if p.host_ops.is_some() {
         out.push_str(".hostops\n");
-        for op in &h.ops {
-            out.push_str(&format!(
-                ".hostop kind={} hex=\"{}\"\n",
-                op.kind,
-                to_hex(&op.payload)
-            ));
-        }
+    }
+    if p.layers.is_some() {
+        out.push_str(".layers\n");
     }
     let mut offset = 0;
+    let mut layer: Option<&str> = None;
+    let mut segment = 0usize;
     for (i, ins) in p.instrs.iter().enumerate() {
+        if let Some(t) = &p.layers {
+            let now = t.name_of(i);
+            if now != layer {
+                match now {
+                    Some(n) => out.push_str(&format!(".layer {}\n", quote(n))),
+                    None => out.push_str(".layer none\n"),
+                }
+                layer = now;
+            }
+        }
         let mut words = vec![ins.mnemonic().to_string()];
         words.extend(instr_words(ins));
         out.push_str(&format!("    {}  ; #{i} @{offset}\n", words.join(" ")));
@@ -88,11 +96,39 @@ pub fn disassemble(p: &Program, dram_side_file: Option<&str>) -> Disassembly {
             out.push_str(&format!("        + {}\n", simd_line(s)));
         }
         offset += ins.encoded_size();
+        if matches!(ins, Instr::Stop(_)) {
+            let k = segment;
+            segment += 1;
+            for op in p.host_ops.iter().flat_map(|h| h.after(k)) {
+                out.push_str(&host_op_lines(op));
+            }
+        }
+    }
+    // Ops of a segment the program does not have (an invalid program) stay visible.
+    for op in p.host_ops.iter().flat_map(|h| &h.ops) {
+        if op.segment as usize >= segment {
+            out.push_str(&host_op_lines(op));
+        }
     }
     Disassembly {
         text: out,
         side_files,
     }
+}
+
+/// The lines of one host op: `.hostop`, then `.hostin` per operand and `.hostout`.
+pub fn host_op_lines(op: &HostOp) -> String {
+    let mut s = format!(
+        ".hostop segment={} name={} op={}\n",
+        op.segment,
+        quote(&op.name),
+        quote(&op.op)
+    );
+    for d in &op.inputs {
+        s.push_str(&format!(".hostin {}\n", io_fields(d)));
+    }
+    s.push_str(&format!(".hostout {}\n", io_fields(&op.output)));
+    s
 }
 
 /// `.input name=... dtype=... ...` for one descriptor.
@@ -101,6 +137,11 @@ pub fn io_line(d: &IoDesc) -> String {
         IoDir::Input => ".input",
         IoDir::Output => ".output",
     };
+    format!("{dir} {}", io_fields(d))
+}
+
+/// `name=... dtype=... shape=... dram=... layout=... scale=... zero_point=...`.
+pub fn io_fields(d: &IoDesc) -> String {
     let shape: Vec<String> = d.shape.iter().map(u32::to_string).collect();
     let layout = match d.layout {
         IoLayout::Dense => "layout=dense".to_string(),
@@ -110,7 +151,7 @@ pub fn io_line(d: &IoDesc) -> String {
         } => format!("layout=hwc row_pitch={row_pitch} pix_pitch={pix_pitch}"),
     };
     format!(
-        "{dir} name={} dtype={} shape=[{}] dram={:#x} {layout} scale={:?} zero_point={}",
+        "name={} dtype={} shape=[{}] dram={:#x} {layout} scale={:?} zero_point={}",
         quote(&d.name),
         d.dtype.name(),
         shape.join(","),

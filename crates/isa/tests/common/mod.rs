@@ -146,6 +146,49 @@ fn random_io(src: &mut Src) -> IoDesc {
     }
 }
 
+/// A random host descriptor: any dtype (8-bit types may be HWC), `dir` given.
+fn random_host_desc(src: &mut Src, dir: IoDir) -> IoDesc {
+    let mut d = random_io(src);
+    d.dir = dir;
+    if dir == IoDir::Input && src.below(3) == 0 {
+        d.dtype = if src.below(2) == 0 {
+            IoDtype::Float32
+        } else {
+            IoDtype::Int64
+        };
+        d.layout = IoLayout::Dense;
+        d.zero_point = 0;
+    }
+    d
+}
+
+/// Random host ops in segment order (segments below `segments`).
+fn random_host_ops(src: &mut Src, segments: u64) -> HostOps {
+    let mut segs: Vec<u32> = (0..src.below(4))
+        .map(|_| src.below(segments) as u32)
+        .collect();
+    segs.sort_unstable();
+    let ops = segs
+        .into_iter()
+        .map(|segment| {
+            let mut name = random_string(src);
+            name.push('h');
+            let mut op = random_string(src);
+            op.push_str("softmax{axis=1}");
+            HostOp {
+                segment,
+                name,
+                op,
+                inputs: (0..src.below(4))
+                    .map(|_| random_host_desc(src, IoDir::Input))
+                    .collect(),
+                output: random_host_desc(src, IoDir::Output),
+            }
+        })
+        .collect();
+    HostOps { ops }
+}
+
 /// A random valid program (ends with STOP; flags below the config's flag count).
 pub fn random_program(src: &mut Src) -> Program {
     let mut hw = HwConfig::fsd();
@@ -158,12 +201,21 @@ pub fn random_program(src: &mut Src) -> Program {
         .iter()
         .filter(|k| k.mnemonic != "STOP")
         .collect();
+    let stop_kind = Instr::KINDS.iter().find(|k| k.mnemonic == "STOP").unwrap();
     for _ in 0..src.below(8) {
-        let k = kinds[src.below(kinds.len() as u64) as usize];
+        // Now and then a STOP ends a segment in the middle of the program.
+        let k = if src.below(6) == 0 {
+            stop_kind
+        } else {
+            kinds[src.below(kinds.len() as u64) as usize]
+        };
         instrs.push(random_instr(k, src, hw.flags));
     }
-    let stop_kind = Instr::KINDS.iter().find(|k| k.mnemonic == "STOP").unwrap();
     instrs.push(random_instr(stop_kind, src, hw.flags));
+    let segments = instrs
+        .iter()
+        .filter(|i| matches!(i, Instr::Stop(_)))
+        .count() as u64;
     let dram_len = match src.below(3) {
         0 => 0,
         1 => src.below(64),
@@ -174,19 +226,20 @@ pub fn random_program(src: &mut Src) -> Program {
         bytes: (0..dram_len).map(|_| src.next() as u8).collect(),
     };
     let io = (0..src.below(4)).map(|_| random_io(src)).collect();
-    let host_ops = (src.below(2) == 0).then(|| HostOps {
-        ops: (0..src.below(3))
-            .map(|_| HostOp {
-                kind: src.next() as u32,
-                payload: (0..src.below(20)).map(|_| src.next() as u8).collect(),
-            })
-            .collect(),
+    let host_ops = (src.below(2) == 0).then(|| random_host_ops(src, segments));
+    let layers = (src.below(2) == 0).then(|| {
+        let pool: Vec<String> = (0..src.below(4) + 1).map(|_| random_string(src)).collect();
+        let per_instr: Vec<Option<String>> = (0..instrs.len())
+            .map(|_| pool.get(src.below(pool.len() as u64 + 1) as usize).cloned())
+            .collect();
+        nnac_isa::LayerTable::from_names(per_instr.iter().map(|n| n.as_deref()))
     });
     Program {
         instrs,
         dram,
         io,
         host_ops,
+        layers,
         meta: Metadata {
             source_model: random_string(src),
             compiler_version: random_string(src),

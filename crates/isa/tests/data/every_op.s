@@ -7,7 +7,6 @@
 .input name="image" dtype=uint8 shape=[1,3,8,8] dram=0x0 layout=hwc row_pitch=32 pix_pitch=4 scale=0.0078125 zero_point=128
 .output name="logits" dtype=int8 shape=[1,10] dram=0x4000 layout=dense scale=0.25 zero_point=-3
 .hostops
-.hostop kind=1 hex="cafe"
 
     ; Inputs, weights, bias and channel table into SRAM.
     DMA_READ wait_clear=F0 set=F0 dram_addr=0x0 sram_addr=0x0 rows=8 row_len=32 dram_stride=32 sram_stride=32
@@ -63,3 +62,7 @@
 
     DMA_WRITE wait_set=F7 clear=F7 dram_addr=0x4000 sram_addr=0x6200 rows=1 row_len=10
     STOP
+; The host runs this op after the STOP (segment 0), reading and writing DRAM only.
+.hostop segment=0 name="probs" op="softmax{axis=1}"
+.hostin name="logits" dtype=int8 shape=[1,10] dram=0x4000 layout=dense scale=0.25 zero_point=-3
+.hostout name="probs" dtype=uint8 shape=[1,10] dram=0x4100 layout=dense scale=0.00390625 zero_point=0

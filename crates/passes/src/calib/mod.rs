@@ -9,7 +9,7 @@ pub use entropy::kl_threshold;
 pub use histogram::{Histogram, BINS};
 
 use crate::float_eval::{run_observed, Frame};
-use crate::{CalibMethod, PassError};
+use crate::{CalibMethod, PassError, Progress, ProgressEvent};
 use nnac_ir::{DType, Graph};
 use std::collections::BTreeMap;
 
@@ -64,8 +64,12 @@ impl Stats {
 }
 
 /// Per-node-name statistics of every f32 value of `g` (graph inputs included) over
-/// `frames`.
-pub fn collect(g: &Graph, frames: &[Frame]) -> Result<BTreeMap<String, Stats>, PassError> {
+/// `frames`; `progress` is told after every frame.
+pub fn collect(
+    g: &Graph,
+    frames: &[Frame],
+    progress: Option<&Progress>,
+) -> Result<BTreeMap<String, Stats>, PassError> {
     if frames.is_empty() {
         return Err(PassError::Calib("no calibration frames".into()));
     }
@@ -82,6 +86,12 @@ pub fn collect(g: &Graph, frames: &[Frame]) -> Result<BTreeMap<String, Stats>, P
                 }
             }
         })?;
+        if let Some(p) = progress {
+            p.report(ProgressEvent::Calibrate {
+                done: i + 1,
+                total: frames.len(),
+            });
+        }
     }
     Ok(stats)
 }

@@ -1,8 +1,10 @@
 //! CONVOLUTION / DECONVOLUTION / INNER-PRODUCT on integer codes: the accumulator
 //! starts at the int32 bias, adds `x_code * w_code` over the dot product (padding
 //! reads the input zero point), wraps at 30 bits, then the SIMD epilogue and the
-//! pooling unit run on it.
+//! pooling unit run on it. Convolutions gather each output pixel's patch (im2col) and
+//! take its exact dot product with every weight row (`gemm.rs`).
 
+use super::gemm;
 use super::pool::pool;
 use super::{saturate, QTrace};
 use crate::qinterp::epilogue;
@@ -31,6 +33,18 @@ pub fn run(
     let ws = &g.value_type(ins[1]).shape;
     let (_, zp) = scale_zp(xt);
     let [x, w, bias] = *args;
+    let narrow = |codes: &[i32], what: &str| {
+        gemm::to_i16(codes).map_err(|c| {
+            PassError::node(
+                "qinterp",
+                &node.name,
+                format!("{what} code {c} is not an 8-bit code"),
+            )
+        })
+    };
+    let (x, w) = (narrow(x, "input")?, narrow(w, "weight")?);
+    let zp = narrow(&[zp], "input zero point")?[0];
+    let (x, w) = (x.as_slice(), w.as_slice());
     let (acc, m, spatial) = match &d.kind {
         DotKind::Conv(a) => {
             let (acc, oh, ow) = conv_acc(a, x, &xt.shape, w, ws, bias, zp);
@@ -43,85 +57,156 @@ pub fn run(
         DotKind::Inner => (inner_acc(x, &xt.shape, w, ws, bias), ws[0], vec![]),
     };
     let out_t = &node.outputs[0];
-    let pixels: usize = spatial.iter().product::<usize>().max(1);
-    let mut codes = vec![0i32; acc.len()];
-    for (i, &a) in acc.iter().enumerate() {
+    let act = d.epilogue.act.as_ref();
+    // One value through the 30-bit wrap, the SIMD epilogue and the 8-bit saturation;
+    // returns the code and whether the accumulator wrapped.
+    let simd = |a: i64, c: usize| -> (i32, bool) {
         let (v, wrapped) = wrap_acc(a, ACC_BITS);
-        trace.acc_overflows += u64::from(wrapped);
-        // Conv/deconv: channel-major [M, P]; inner product: [rows, N].
-        let c = if spatial.is_empty() {
-            i % m
-        } else {
-            i / pixels
-        };
-        codes[i] = saturate(
-            epilogue::apply(rq, d.epilogue.act.as_ref(), v, c),
-            out_t.dtype,
-        );
-    }
+        (
+            saturate(epilogue::apply(rq, act, v, c), out_t.dtype),
+            wrapped,
+        )
+    };
+    let mut codes = vec![0i32; acc.len()];
+    let overflows: u64 = if spatial.is_empty() {
+        // Inner product: rows of [N], channel = position in the row.
+        codes
+            .par_chunks_mut(m.max(1))
+            .zip(acc.par_chunks(m.max(1)))
+            .map(|(out, row)| epilogue_row(out, row, |i| i, &simd))
+            .sum()
+    } else {
+        // Conv/deconv: channel-major [M, P], one plane per channel.
+        let pixels: usize = spatial.iter().product::<usize>().max(1);
+        codes
+            .par_chunks_mut(pixels)
+            .zip(acc.par_chunks(pixels))
+            .enumerate()
+            .map(|(c, (out, plane))| epilogue_row(out, plane, |_| c, &simd))
+            .sum()
+    };
+    trace.acc_overflows += overflows;
     Ok(match &d.pool {
         Some(p) => pool(p, &codes, m, spatial[0], spatial[1], scale_zp(out_t).1),
         None => codes,
     })
 }
 
-/// Exact accumulators `[M, OH*OW]` of a convolution, and the output size.
+/// Runs `simd` on every accumulator of `acc` (channel of element i: `channel(i)`)
+/// into `out`; returns the number of accumulators that wrapped.
+fn epilogue_row(
+    out: &mut [i32],
+    acc: &[i64],
+    channel: impl Fn(usize) -> usize,
+    simd: &(impl Fn(i64, usize) -> (i32, bool) + Sync),
+) -> u64 {
+    let mut wrapped = 0;
+    for (i, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
+        let (code, w) = simd(a, channel(i));
+        *o = code;
+        wrapped += u64::from(w);
+    }
+    wrapped
+}
+
+/// Exact accumulators `[M, OH*OW]` of a convolution, and the output size: per group,
+/// the patch of every output pixel (im2col) against every weight row of the group.
 pub fn conv_acc(
     a: &ConvAttrs,
-    x: &[i32],
+    x: &[i16],
     xs: &[usize],
-    w: &[i32],
+    w: &[i16],
     ws: &[usize],
     bias: &[i32],
-    zp: i32,
+    zp: i16,
 ) -> (Vec<i64>, usize, usize) {
-    let (h, wd) = (xs[2], xs[3]);
     let (m, cg, kh, kw) = (ws[0], ws[1], ws[2], ws[3]);
     let mg = m / a.group;
-    let oh = (h + a.pads[0] + a.pads[2] - a.dilations[0] * (kh - 1) - 1) / a.strides[0] + 1;
-    let ow = (wd + a.pads[1] + a.pads[3] - a.dilations[1] * (kw - 1) - 1) / a.strides[1] + 1;
-    let mut out = vec![0i64; m * oh * ow];
-    out.par_chunks_mut((oh * ow).max(1))
-        .enumerate()
-        .for_each(|(oc, plane)| {
-            let grp = oc / mg;
-            for oy in 0..oh {
-                for ox in 0..ow {
-                    let mut acc = i64::from(bias[oc]);
-                    for ic in 0..cg {
-                        let ci = grp * cg + ic;
-                        for ky in 0..kh {
-                            let iy = (oy * a.strides[0] + ky * a.dilations[0]) as isize
-                                - a.pads[0] as isize;
-                            for kx in 0..kw {
-                                let ix = (ox * a.strides[1] + kx * a.dilations[1]) as isize
-                                    - a.pads[1] as isize;
-                                let inside =
-                                    iy >= 0 && ix >= 0 && (iy as usize) < h && (ix as usize) < wd;
-                                let xv = if inside {
-                                    x[(ci * h + iy as usize) * wd + ix as usize]
-                                } else {
-                                    zp
-                                };
-                                acc += i64::from(xv)
-                                    * i64::from(w[((oc * cg + ic) * kh + ky) * kw + kx]);
-                            }
-                        }
-                    }
-                    plane[oy * ow + ox] = acc;
+    let k = cg * kh * kw;
+    let (oh, ow) = conv_out_hw(a, xs, kh, kw);
+    let pixels = oh * ow;
+    let mut out = vec![0i64; m * pixels];
+    for grp in 0..a.group {
+        let patch = im2col(a, x, xs, grp * cg..(grp + 1) * cg, kh, kw, zp);
+        let wg = &w[grp * mg * k..(grp + 1) * mg * k];
+        let planes = &mut out[grp * mg * pixels..(grp + 1) * mg * pixels];
+        // The same exact dot products in either loop order; the outer loop runs over
+        // the larger operand so that the smaller one stays in cache.
+        if mg <= pixels {
+            let mut dots = vec![0i64; pixels * mg];
+            dots.par_chunks_mut(mg)
+                .zip(patch.par_chunks(k))
+                .for_each(|(o, xrow)| gemm::dot_rows(xrow, wg, o));
+            for (j, plane) in planes.chunks_exact_mut(pixels).enumerate() {
+                for (p, acc) in plane.iter_mut().enumerate() {
+                    *acc = dots[p * mg + j];
                 }
             }
-        });
+        } else {
+            planes
+                .par_chunks_mut(pixels)
+                .zip(wg.par_chunks(k))
+                .for_each(|(plane, wrow)| gemm::dot_rows(wrow, &patch, plane));
+        }
+        for (j, plane) in planes.chunks_exact_mut(pixels).enumerate() {
+            let b = i64::from(bias[grp * mg + j]);
+            plane.iter_mut().for_each(|acc| *acc += b);
+        }
+    }
     (out, oh, ow)
+}
+
+/// Output height and width of a convolution.
+fn conv_out_hw(a: &ConvAttrs, xs: &[usize], kh: usize, kw: usize) -> (usize, usize) {
+    let (h, wd) = (xs[2], xs[3]);
+    let oh = (h + a.pads[0] + a.pads[2] - a.dilations[0] * (kh - 1) - 1) / a.strides[0] + 1;
+    let ow = (wd + a.pads[1] + a.pads[3] - a.dilations[1] * (kw - 1) - 1) / a.strides[1] + 1;
+    (oh, ow)
+}
+
+/// The input patch of every output pixel over input channels `chans`: one row of
+/// `chans.len() * kh * kw` codes per pixel, in the weights' term order (ic, ky, kx);
+/// taps in the padding read the input zero point `zp`.
+fn im2col(
+    a: &ConvAttrs,
+    x: &[i16],
+    xs: &[usize],
+    chans: std::ops::Range<usize>,
+    kh: usize,
+    kw: usize,
+    zp: i16,
+) -> Vec<i16> {
+    let (h, wd) = (xs[2], xs[3]);
+    let (oh, ow) = conv_out_hw(a, xs, kh, kw);
+    let k = chans.len() * kh * kw;
+    let mut patch = vec![zp; oh * ow * k];
+    patch.par_chunks_mut(k).enumerate().for_each(|(p, row)| {
+        let (oy, ox) = (p / ow, p % ow);
+        let mut t = 0;
+        for ci in chans.clone() {
+            for ky in 0..kh {
+                let iy = (oy * a.strides[0] + ky * a.dilations[0]) as isize - a.pads[0] as isize;
+                for kx in 0..kw {
+                    let ix =
+                        (ox * a.strides[1] + kx * a.dilations[1]) as isize - a.pads[1] as isize;
+                    if iy >= 0 && ix >= 0 && (iy as usize) < h && (ix as usize) < wd {
+                        row[t] = x[(ci * h + iy as usize) * wd + ix as usize];
+                    }
+                    t += 1;
+                }
+            }
+        }
+    });
+    patch
 }
 
 /// Exact accumulators of a transposed convolution (input zero point is 0, so only
 /// the taps that land on an output contribute).
 pub fn deconv_acc(
     a: &ConvTransposeAttrs,
-    x: &[i32],
+    x: &[i16],
     xs: &[usize],
-    w: &[i32],
+    w: &[i16],
     ws: &[usize],
     bias: &[i32],
 ) -> (Vec<i64>, usize, usize) {
@@ -168,16 +253,124 @@ pub fn deconv_acc(
 }
 
 /// Exact accumulators `[rows, N]` of an inner product (x `[rows, K]`, w `[N, K]`).
-pub fn inner_acc(x: &[i32], xs: &[usize], w: &[i32], ws: &[usize], bias: &[i32]) -> Vec<i64> {
-    let (rows, k, n) = (xs[0], xs[1], ws[0]);
-    let mut out = vec![0i64; rows * n];
-    for r in 0..rows {
-        for j in 0..n {
-            let dot: i64 = (0..k)
-                .map(|i| i64::from(x[r * k + i]) * i64::from(w[j * k + i]))
-                .sum();
-            out[r * n + j] = i64::from(bias[j]) + dot;
+pub fn inner_acc(x: &[i16], xs: &[usize], w: &[i16], ws: &[usize], bias: &[i32]) -> Vec<i64> {
+    let (k, n) = (xs[1], ws[0]);
+    let mut out = vec![0i64; xs[0] * n];
+    for (orow, xrow) in out.chunks_exact_mut(n.max(1)).zip(x.chunks_exact(k.max(1))) {
+        gemm::dot_rows(xrow, w, orow);
+        for (o, &b) in orow.iter_mut().zip(bias) {
+            *o += i64::from(b);
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The definition, one accumulator at a time in i64.
+    #[allow(clippy::too_many_arguments)]
+    fn conv_definition(
+        a: &ConvAttrs,
+        x: &[i16],
+        xs: &[usize],
+        w: &[i16],
+        ws: &[usize],
+        bias: &[i32],
+        zp: i16,
+    ) -> Vec<i64> {
+        let (h, wd) = (xs[2], xs[3]);
+        let (m, cg, kh, kw) = (ws[0], ws[1], ws[2], ws[3]);
+        let (oh, ow) = conv_out_hw(a, xs, kh, kw);
+        let mut out = Vec::new();
+        for oc in 0..m {
+            let grp = oc / (m / a.group);
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let mut acc = i64::from(bias[oc]);
+                    for ic in 0..cg {
+                        let ci = grp * cg + ic;
+                        for ky in 0..kh {
+                            for kx in 0..kw {
+                                let iy = (oy * a.strides[0] + ky * a.dilations[0]) as isize
+                                    - a.pads[0] as isize;
+                                let ix = (ox * a.strides[1] + kx * a.dilations[1]) as isize
+                                    - a.pads[1] as isize;
+                                let inside =
+                                    iy >= 0 && ix >= 0 && (iy as usize) < h && (ix as usize) < wd;
+                                let xv = if inside {
+                                    x[(ci * h + iy as usize) * wd + ix as usize]
+                                } else {
+                                    zp
+                                };
+                                let wv = w[((oc * cg + ic) * kh + ky) * kw + kx];
+                                acc += i64::from(xv) * i64::from(wv);
+                            }
+                        }
+                    }
+                    out.push(acc);
+                }
+            }
+        }
+        out
+    }
+
+    fn codes(n: usize, seed: &mut u32, lo: i32, hi: i32) -> Vec<i16> {
+        (0..n)
+            .map(|_| {
+                *seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (lo + ((*seed >> 8) % (hi - lo + 1) as u32) as i32) as i16
+            })
+            .collect()
+    }
+
+    #[test]
+    fn im2col_conv_equals_the_definition() {
+        let mut seed = 3u32;
+        // (c, h, w, m, k, stride, pad, dilation, group)
+        for (c, h, w, m, k, s, p, d, grp) in [
+            (3, 9, 7, 4, 3, 1, 1, 1, 1),
+            (4, 8, 8, 6, 3, 2, 1, 1, 2),
+            (4, 7, 9, 4, 3, 1, 2, 2, 4),
+            (5, 6, 6, 3, 1, 1, 0, 1, 1),
+            (2, 11, 10, 2, 5, 3, 2, 1, 1),
+            // More channels per group than output pixels: the channel-outer order.
+            (6, 4, 4, 24, 3, 2, 1, 1, 2),
+        ] {
+            let a = ConvAttrs {
+                kernel: vec![k, k],
+                strides: vec![s, s + 1],
+                pads: vec![p, p + 1, p, p],
+                dilations: vec![d, d],
+                group: grp,
+            };
+            let xs = [1, c, h, w];
+            let ws = [m, c / grp, k, k];
+            let x = codes(c * h * w, &mut seed, 0, 255);
+            let wt = codes(ws.iter().product(), &mut seed, -128, 127);
+            let bias: Vec<i32> = (0..m as i32).map(|i| i * 1000 - 2500).collect();
+            let (got, _, _) = conv_acc(&a, &x, &xs, &wt, &ws, &bias, 17);
+            assert_eq!(got, conv_definition(&a, &x, &xs, &wt, &ws, &bias, 17));
+        }
+    }
+
+    #[test]
+    fn inner_product_equals_the_definition() {
+        let mut seed = 9u32;
+        let (rows, k, n) = (3, 70, 5);
+        let x = codes(rows * k, &mut seed, -128, 127);
+        let w = codes(n * k, &mut seed, -128, 127);
+        let bias = vec![7, -7, 100, 0, 1 << 20];
+        let got = inner_acc(&x, &[rows, k], &w, &[n, k], &bias);
+        for r in 0..rows {
+            for j in 0..n {
+                let want: i64 = i64::from(bias[j])
+                    + (0..k)
+                        .map(|i| i64::from(x[r * k + i]) * i64::from(w[j * k + i]))
+                        .sum::<i64>();
+                assert_eq!(got[r * n + j], want);
+            }
+        }
+    }
 }

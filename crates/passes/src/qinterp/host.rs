@@ -1,12 +1,13 @@
 //! Host ops: the runtime dequantizes the 8-bit inputs, runs the float op on the CPU
 //! (the float reference interpreter's semantics) and quantizes the result to the
-//! op's output type.
+//! op's output type. The semantics are `nnac_interp::host::run_host_op`, shared with
+//! the simulator; this file only gathers the operands.
 
 use super::QVal;
-use crate::float_eval::eval_op;
-use crate::quant::params::{dequantize, quantize, scale_zp};
+use crate::quant::params::scale_zp;
 use crate::PassError;
-use nnac_ir::{Graph, NodeId, Op, Tensor};
+use nnac_interp::host::{run_host_op, HostData, HostInput, HostOutput};
+use nnac_ir::{Graph, NodeId, Op};
 use std::collections::BTreeMap;
 
 pub fn run(
@@ -16,27 +17,38 @@ pub fn run(
     vals: &BTreeMap<NodeId, QVal>,
 ) -> Result<Vec<i32>, PassError> {
     let node = g.node(id);
-    let operands: Vec<Tensor> = g
+    let inputs: Vec<HostInput> = g
         .node_inputs(id)
         .iter()
         .map(|v| {
             let t = g.value_type(*v);
             let data = match &vals[&v.node] {
-                QVal::F32(f) => f.clone(),
+                QVal::F32(f) => HostData::F32(f.clone()),
                 QVal::Codes(c) => {
-                    let (s, zp) = scale_zp(t);
-                    c.iter().map(|&q| dequantize(q, s, zp)).collect()
+                    let (scale, zero_point) = scale_zp(t);
+                    HostData::Codes {
+                        codes: c.clone(),
+                        scale,
+                        zero_point,
+                    }
                 }
             };
-            Tensor::f32(t.shape.clone(), data).expect("shape")
+            HostInput {
+                shape: t.shape.clone(),
+                data,
+            }
         })
         .collect();
-    let out = eval_op(op, &operands, &format!("host op '{}'", node.name))?;
     let t = &node.outputs[0];
-    let (s, zp) = scale_zp(t);
-    Ok(out
-        .to_f32_vec()
-        .iter()
-        .map(|&x| quantize(x, s, zp, t.dtype))
-        .collect())
+    let (scale, zero_point) = scale_zp(t);
+    let out = HostOutput {
+        dtype: t.dtype,
+        scale,
+        zero_point,
+    };
+    let (_, codes) = run_host_op(op, &inputs, &out).map_err(|e| PassError::Interp {
+        context: format!("host op '{}'", node.name),
+        msg: e.to_string(),
+    })?;
+    Ok(codes)
 }

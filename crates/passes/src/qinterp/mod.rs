@@ -3,9 +3,13 @@
 //! for the simulator. Activations are held as integer codes; graph inputs are
 //! quantized (`clamp(round(x / s) + zp)`, the runtime's job) and graph outputs
 //! dequantized (`(q - zp) * s`).
+//!
+//! Convolutions are computed as im2col + integer matrix products (`gemm.rs`): every
+//! accumulator is still the exact `bias + sum of products`, wrapped once at 30 bits.
 
 mod dot;
 pub mod epilogue;
+mod gemm;
 mod host;
 mod pool;
 mod simd_ops;
@@ -142,13 +146,10 @@ fn eval_node(
             let t = g.constant(*c);
             match &t.data {
                 TensorData::F32(v) => QVal::F32(v.clone()),
-                _ => QVal::Codes(
-                    t.to_i64_vec()
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|x| x as i32)
-                        .collect(),
-                ),
+                TensorData::I8(v) => QVal::Codes(v.iter().map(|&x| i32::from(x)).collect()),
+                TensorData::U8(v) => QVal::Codes(v.iter().map(|&x| i32::from(x)).collect()),
+                TensorData::I32(v) => QVal::Codes(v.clone()),
+                TensorData::I64(v) => QVal::Codes(v.iter().map(|&x| x as i32).collect()),
             }
         }
         Op::Reshape { .. } => QVal::Codes(arg(0)?.to_vec()),

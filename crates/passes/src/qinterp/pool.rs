@@ -1,6 +1,7 @@
 //! The pooling unit on 8-bit codes `[C, H, W]`: max ignores padding; average sums the
 //! window (padded positions read the output zero point when `count_include_pad`,
-//! otherwise they are left out) and divides by the count, rounding half toward +inf.
+//! otherwise they are left out) and divides by the count, rounding half away from
+//! zero (docs/ISA.md, fused pooling).
 
 use nnac_ir::{PoolKind, PoolStage};
 
@@ -53,9 +54,14 @@ fn window(
     }
 }
 
-/// `sum / n` rounded to nearest, ties toward +infinity.
+/// `sum / n` (`n` > 0) rounded to nearest, ties away from zero.
 pub fn div_round(sum: i64, n: i64) -> i64 {
-    (2 * sum + n).div_euclid(2 * n)
+    let q = (2 * sum.abs() + n) / (2 * n);
+    if sum < 0 {
+        -q
+    } else {
+        q
+    }
 }
 
 #[cfg(test)]
@@ -65,7 +71,9 @@ mod tests {
     #[test]
     fn rounding_division() {
         assert_eq!(div_round(5, 2), 3);
-        assert_eq!(div_round(-5, 2), -2);
+        assert_eq!(div_round(-5, 2), -3);
+        assert_eq!(div_round(-3, 2), -2);
+        assert_eq!(div_round(-1, 2), -1);
         assert_eq!(div_round(7, 3), 2);
         assert_eq!(div_round(-7, 3), -2);
         assert_eq!(div_round(8, 3), 3);

@@ -8,11 +8,34 @@ use crate::PassError;
 use nnac_ir::{EltwiseOp, Graph, NodeId, ScaleOp};
 use nnac_isa::arith::{eltwise_combine, eltwise_rescale, wrap_acc, ACC_BITS};
 use nnac_isa::layouts::EltOp;
+use rayon::prelude::*;
 
-/// Channel of flat element `i` of a `[1, C, ...]` tensor.
-fn channel_of(shape: &[usize], i: usize) -> usize {
+/// Maps `f(channel, element)` over a `[N, C, ...]` tensor, one channel plane per
+/// parallel task; `f` returns the output code and whether the accumulator wrapped.
+/// Returns the codes and the number of wrapped accumulators.
+fn map_planes<T: Sync>(
+    shape: &[usize],
+    x: &[T],
+    f: impl Fn(usize, usize) -> (i32, bool) + Sync,
+) -> (Vec<i32>, u64) {
     let inner: usize = shape[2..].iter().product::<usize>().max(1);
-    (i / inner) % shape[1]
+    let channels = shape[1].max(1);
+    let mut out = vec![0i32; x.len()];
+    let wrapped = out
+        .par_chunks_mut(inner)
+        .enumerate()
+        .map(|(plane, o)| {
+            let (c, base) = (plane % channels, plane * inner);
+            let mut wrapped = 0;
+            for (j, code) in o.iter_mut().enumerate() {
+                let (v, w) = f(c, base + j);
+                *code = v;
+                wrapped += u64::from(w);
+            }
+            wrapped
+        })
+        .sum();
+    (out, wrapped)
 }
 
 /// SCALE: `v = (x - zp_in) * w[c] + b[c]` (int32, wrapping like IMUL / IADD), then the
@@ -27,18 +50,14 @@ pub fn scale(g: &Graph, id: NodeId, s: &ScaleOp, x: &[i32], w: &[i32], b: &[i32]
         .requant
         .as_ref()
         .expect("checked by run_quantized: quantized scale");
-    let codes: Vec<i32> = x
-        .iter()
-        .enumerate()
-        .map(|(i, &q)| {
-            let c = channel_of(&xt.shape, i);
-            let v = (q - zp).wrapping_mul(w[c]).wrapping_add(b[c]);
-            saturate(
-                epilogue::apply(rq, s.epilogue.act.as_ref(), v, c),
-                out_t.dtype,
-            )
-        })
-        .collect();
+    let (codes, _) = map_planes(&xt.shape, x, |c, i| {
+        let v = (x[i] - zp).wrapping_mul(w[c]).wrapping_add(b[c]);
+        let code = saturate(
+            epilogue::apply(rq, s.epilogue.act.as_ref(), v, c),
+            out_t.dtype,
+        );
+        (code, false)
+    });
     match (&s.pool, xt.shape.as_slice()) {
         (Some(p), &[_, c, h, w]) => pool(p, &codes, c, h, w, scale_zp(out_t).1),
         _ => codes,
@@ -64,19 +83,16 @@ pub fn eltwise(
         e.inputs.as_ref().ok_or_else(err)?,
     );
     let out_t = &node.outputs[0];
-    Ok(a.iter()
-        .zip(b)
-        .enumerate()
-        .map(|(i, (&qa, &qb))| {
-            let ra = eltwise_rescale(qa, za, m.a.mult, u32::from(m.a.shift));
-            let rb = eltwise_rescale(qb, zb, m.b.mult, u32::from(m.b.shift));
-            let (v, wrapped) = wrap_acc(eltwise_combine(EltOp::Add, ra, rb), ACC_BITS);
-            trace.acc_overflows += u64::from(wrapped);
-            let c = channel_of(&at.shape, i);
-            saturate(
-                epilogue::apply(rq, e.epilogue.act.as_ref(), v, c),
-                out_t.dtype,
-            )
-        })
-        .collect())
+    let (codes, wrapped) = map_planes(&at.shape, a, |c, i| {
+        let ra = eltwise_rescale(a[i], za, m.a.mult, u32::from(m.a.shift));
+        let rb = eltwise_rescale(b[i], zb, m.b.mult, u32::from(m.b.shift));
+        let (v, wrapped) = wrap_acc(eltwise_combine(EltOp::Add, ra, rb), ACC_BITS);
+        let code = saturate(
+            epilogue::apply(rq, e.epilogue.act.as_ref(), v, c),
+            out_t.dtype,
+        );
+        (code, wrapped)
+    });
+    trace.acc_overflows += wrapped;
+    Ok(codes)
 }

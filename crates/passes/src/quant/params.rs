@@ -4,13 +4,9 @@
 
 use nnac_ir::{DType, Multiplier, Quant, TensorType};
 
-/// Code range of an 8-bit dtype.
-pub fn code_range(d: DType) -> (i32, i32) {
-    match d {
-        DType::U8 => (0, 255),
-        _ => (-128, 127),
-    }
-}
+// The float <-> code conversions live with the host-op semantics in nnac-interp
+// (one implementation for the quantized interpreter and the simulator).
+pub use nnac_interp::host::{code_range, dequantize, quantize};
 
 /// Activation quantization for the float range `[lo, hi]` (which contains 0):
 /// non-negative ranges use uint8 with zero point 0 (after ReLU); mixed ranges use
@@ -60,20 +56,6 @@ pub fn scale_zp(t: &TensorType) -> (f32, i32) {
         Some(Quant::PerTensor { scale, zero_point }) => (*scale, *zero_point),
         _ => (1.0, 0),
     }
-}
-
-/// `clamp(round(x / scale) + zp)` (round half away from zero), the runtime's input
-/// quantization and the host ops' output quantization.
-pub fn quantize(x: f32, scale: f32, zp: i32, d: DType) -> i32 {
-    let (lo, hi) = code_range(d);
-    let q = (x / scale).round();
-    let q = if q.is_nan() { 0.0 } else { q.clamp(-1e9, 1e9) };
-    (q as i32 + zp).clamp(lo, hi)
-}
-
-/// `(code - zp) * scale`.
-pub fn dequantize(code: i32, scale: f32, zp: i32) -> f32 {
-    (code - zp) as f32 * scale
 }
 
 /// The fixed-point form of `real`: `mult / 2^shift` with `|mult|` in `[2^30, 2^31)`

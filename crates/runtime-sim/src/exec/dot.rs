@@ -2,17 +2,17 @@
 //! the tile, bias, accumulator wrap, the SIMD program on every value, optional fused
 //! pooling, store.
 //!
-//! Implementation: the tile's pixels are processed in blocks of `mac_rows` (in
-//! parallel). For each block and each convolution group the input patch of every
-//! pixel is gathered once into a contiguous i16 row (padding and DECONV holes read the
-//! input zero point), the weights of the tile are converted once into one i16 row per
-//! output channel in the same term order, and an i16 x i16 -> i32 dot-product kernel
-//! does the arithmetic.
+//! Implementation: the tile's pixels are processed in blocks (in parallel, at most
+//! `mac_rows` each, small enough that every thread gets one). For each block and each
+//! convolution group the input patch of every pixel is gathered once into a contiguous
+//! i16 row (padding and DECONV holes read the input zero point), the weights of the
+//! tile are converted once into interleaved i16 term pairs in the same term order, and
+//! an i16 x i16 -> i32 dot-product kernel does the arithmetic.
 
 use super::dot_geom::{DotGeom, DotKind};
-use super::gemm::{fits_i32, gemm, padded_len};
+use super::gemm::{dot_exact, fits_i32, gemm, padded_len, PairWeights};
 use super::postproc::{ChannelTable, Post};
-use super::weights::convert_weights;
+use super::weights::pair_weights;
 use super::ExecStats;
 use crate::memory::Memory;
 use nnac_isa::{DotProduct, HwConfig};
@@ -93,12 +93,12 @@ fn block_dots(
     g: &DotGeom,
     d: &DotProduct,
     sram: &Memory,
-    wt: &[i16],
-    kpad: usize,
+    wt: &PairWeights,
     pixels: std::ops::Range<u64>,
     exact_i32: bool,
     acc: &mut [i64],
 ) -> Result<(), String> {
+    let kpad = wt.kpad;
     let n = (pixels.end - pixels.start) as usize;
     let oc_count = g.oc_count as usize;
     let mut patch = vec![0i16; n * kpad];
@@ -110,14 +110,13 @@ fn block_dots(
     for group in gfirst..=glast {
         gather_patch(g, d, sram, pixels.clone(), group, kpad, &mut patch)?;
         let cs = group_channels(g, group);
-        let wrows = &wt[cs.start * kpad..cs.end * kpad];
         if exact_i32 {
             gemm(
                 &patch,
                 n,
-                wrows,
+                wt,
+                cs.start,
                 cs.len(),
-                kpad,
                 &mut dots[cs.start..],
                 oc_count,
             );
@@ -129,18 +128,26 @@ fn block_dots(
         } else {
             for p in 0..n {
                 let a = &patch[p * kpad..(p + 1) * kpad];
-                for (ci, c) in cs.clone().enumerate() {
-                    let w = &wrows[ci * kpad..(ci + 1) * kpad];
-                    acc[p * oc_count + c] = a
-                        .iter()
-                        .zip(w)
-                        .map(|(&x, &y)| i64::from(x) * i64::from(y))
-                        .sum();
+                for c in cs.clone() {
+                    acc[p * oc_count + c] = dot_exact(a, wt, c);
                 }
             }
         }
     }
     Ok(())
+}
+
+/// Pixels per parallel task: the tile split evenly over the threads (so a one-slice
+/// tile still uses every thread), at most `mac_rows`, a multiple of 4 (the kernel's
+/// pixel block) when larger than 4.
+fn pixels_per_task(count: u64, mac_rows: u64) -> u64 {
+    let threads = rayon::current_num_threads().max(1) as u64;
+    count
+        .div_ceil(threads)
+        .div_ceil(4)
+        .max(1)
+        .saturating_mul(4)
+        .min(mac_rows.max(1))
 }
 
 /// Runs one dot-product instruction against SRAM.
@@ -154,12 +161,12 @@ pub fn execute(
     let k = g.k_terms() as usize;
     let kpad = padded_len(k);
     let w_bytes = sram.slice(u64::from(d.w_addr), g.weight_bytes())?;
-    let wt = convert_weights(&g, w_bytes, d.w_signed, kpad);
-    let post = Post::new(&d.simd, d.out_signed);
+    let wt = pair_weights(&g, w_bytes, d.w_signed, kpad);
     let table = ChannelTable::read(sram, d, g.oc_count, &d.simd)?;
+    let post = Post::new(&d.simd, d.out_signed, &table.chan);
     let exact_i32 = fits_i32(k as u64, max_code(d.in_signed), max_code(d.w_signed));
     let oc_count = g.oc_count as usize;
-    let block = hw.mac_rows as u64;
+    let block = pixels_per_task(g.pix.count, u64::from(hw.mac_rows));
     let starts: Vec<u64> = (g.pix.start..g.pix.end()).step_by(block as usize).collect();
     let sram_ro: &Memory = sram;
     let results: Vec<(Vec<u8>, ExecStats)> = starts
@@ -168,30 +175,23 @@ pub fn execute(
             let pixels = s..(s + block).min(g.pix.end());
             let n = (pixels.end - pixels.start) as usize;
             let mut acc = vec![0i64; n * oc_count];
-            block_dots(
-                &g,
-                d,
-                sram_ro,
-                &wt,
-                kpad,
-                pixels.clone(),
-                exact_i32,
-                &mut acc,
-            )?;
+            block_dots(&g, d, sram_ro, &wt, pixels.clone(), exact_i32, &mut acc)?;
             let mut out = vec![0u8; n * oc_count];
             let mut st = ExecStats::default();
+            let mut wrapped = vec![0i32; oc_count];
             for (p, (orow, arow)) in out
                 .chunks_exact_mut(oc_count)
                 .zip(acc.chunks_exact(oc_count))
                 .enumerate()
             {
-                for (c, (o, &a)) in orow.iter_mut().zip(arow).enumerate() {
-                    let (v, overflow) = super::wrap(a + table.bias[c], hw.acc_bits);
-                    if overflow {
-                        st.note_overflow(pixels.start + p as u64, g.oc_start + c as u64);
+                if super::wrap_row(arow, &table.bias, hw.acc_bits, &mut wrapped) {
+                    for (c, (&a, &b)) in arow.iter().zip(&table.bias).enumerate() {
+                        if super::wrap(a + b, hw.acc_bits).1 {
+                            st.note_overflow(pixels.start + p as u64, g.oc_start + c as u64);
+                        }
                     }
-                    *o = post.apply(v, &table.chan[c]);
                 }
+                post.apply_row(&wrapped, 0, orow);
             }
             Ok((out, st))
         })

@@ -1,11 +1,18 @@
-//! The integer dot-product kernel: `out[r][c] = sum_k a[r][k] * b[c][k]` over i16
-//! rows whose length `kpad` is a multiple of [`K_ALIGN`] (zero-padded), with i32
-//! accumulation. The caller guarantees the exact sums fit in i32 (see
-//! [`fits_i32`]). On x86-64 with AVX2 the inner loop uses `vpmaddwd`; elsewhere a
-//! portable loop the compiler vectorizes.
+//! The integer dot-product kernel of CONV / DECONV / INNER_PRODUCT:
+//! `out[r][j] = sum_kk a[r][kk] * w(kk, c0 + j)` over i16 patch rows of length `kpad`
+//! (a multiple of [`K_ALIGN`], zero-padded) and weights held as interleaved term pairs
+//! ([`PairWeights`]), with i32 accumulation. The caller guarantees the exact sums fit
+//! in i32 (see [`fits_i32`]); [`dot_exact`] is the i64 path otherwise.
+//!
+//! On x86-64 with AVX2 the kernel broadcasts a pair of patch terms of one pixel and
+//! multiplies it with the term pairs of 8 channels at once (`vpmaddwd`), for blocks of
+//! 4 pixels x 16 channels; elsewhere a portable loop does the same arithmetic.
 
 /// Row lengths are padded to a multiple of this.
 pub const K_ALIGN: usize = 16;
+
+/// Channels one kernel block computes.
+pub const COLS_BLOCK: usize = 16;
 
 /// Rounds `k` up to a multiple of [`K_ALIGN`].
 pub fn padded_len(k: usize) -> usize {
@@ -18,153 +25,173 @@ pub fn fits_i32(k: u64, max_a: u64, max_b: u64) -> bool {
     k.saturating_mul(max_a * max_b) <= i32::MAX as u64
 }
 
-/// `out[r * ldo + c] = dot(a[r], b[c])` for `r < rows`, `c < cols`.
+/// The weights of a tile as interleaved term pairs: `data[(kk / 2) * ld + c]` holds
+/// the i16 weights of channel `c` for terms `kk & !1` (low half) and `kk | 1` (high
+/// half), the layout `vpmaddwd` multiplies with a broadcast pair of patch terms.
+/// Terms past K and channels past the tile are 0; `ld` leaves room for a whole
+/// [`COLS_BLOCK`] after every channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairWeights {
+    pub data: Vec<u32>,
+    pub ld: usize,
+    pub kpad: usize,
+}
+
+/// Packs the weights of two consecutive terms into one pair word.
+#[inline]
+pub fn pack_pair(lo: i16, hi: i16) -> u32 {
+    u32::from(lo as u16) | (u32::from(hi as u16) << 16)
+}
+
+impl PairWeights {
+    /// Zero weights for `channels` channels and `kpad` terms.
+    pub fn zeroed(channels: usize, kpad: usize) -> PairWeights {
+        debug_assert!(kpad.is_multiple_of(2));
+        let ld = channels.div_ceil(8) * 8 + COLS_BLOCK;
+        PairWeights {
+            data: vec![0; kpad / 2 * ld],
+            ld,
+            kpad,
+        }
+    }
+
+    /// The weight of channel `c` for term `kk`.
+    pub fn at(&self, kk: usize, c: usize) -> i16 {
+        let pair = self.data[(kk / 2) * self.ld + c];
+        (pair >> (16 * (kk % 2))) as u16 as i16
+    }
+
+    /// The `ld` pair words of term pair `k2` (terms `2*k2` and `2*k2 + 1`).
+    pub fn pair_row_mut(&mut self, k2: usize) -> &mut [u32] {
+        &mut self.data[k2 * self.ld..(k2 + 1) * self.ld]
+    }
+}
+
+/// Exact (i64) dot product of patch row `a` with channel `c`.
+pub fn dot_exact(a: &[i16], w: &PairWeights, c: usize) -> i64 {
+    a.iter()
+        .enumerate()
+        .map(|(kk, &x)| i64::from(x) * i64::from(w.at(kk, c)))
+        .sum()
+}
+
+/// `out[r * ldo + j] = dot(a[r], w(., c0 + j))` for `r < rows`, `j < cols` (wrapping i32).
 pub fn gemm(
     a: &[i16],
     rows: usize,
-    b: &[i16],
+    w: &PairWeights,
+    c0: usize,
     cols: usize,
-    kpad: usize,
     out: &mut [i32],
     ldo: usize,
 ) {
-    debug_assert!(kpad.is_multiple_of(K_ALIGN) && a.len() >= rows * kpad && b.len() >= cols * kpad);
+    let kpad = w.kpad;
+    assert!(kpad.is_multiple_of(K_ALIGN) && a.len() >= rows * kpad);
+    assert!(c0 + cols + COLS_BLOCK <= w.ld + 1 && w.data.len() >= kpad / 2 * w.ld);
+    assert!(rows == 0 || cols == 0 || out.len() >= (rows - 1) * ldo + cols);
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: AVX2 is available (checked just above); slices are bounds-checked
-            // by the caller's layout (rows*kpad, cols*kpad) and the kernels only read
-            // `kpad` elements from each row start.
-            unsafe { avx2::gemm(a, rows, b, cols, kpad, out, ldo) };
+            // SAFETY: AVX2 is available (checked just above); the asserts above bound
+            // every read (rows * kpad patch values; a whole COLS_BLOCK of pairs from
+            // any channel below c0 + cols) and write (rows of cols values at ldo).
+            unsafe { avx2::gemm(a, rows, w, c0, cols, out, ldo) };
             return;
         }
     }
-    portable_gemm(a, rows, b, cols, kpad, out, ldo);
-}
-
-fn portable_dot(a: &[i16], b: &[i16]) -> i32 {
-    let mut acc = [0i32; K_ALIGN];
-    for (ca, cb) in a.chunks_exact(K_ALIGN).zip(b.chunks_exact(K_ALIGN)) {
-        for l in 0..K_ALIGN {
-            acc[l] = acc[l].wrapping_add(i32::from(ca[l]) * i32::from(cb[l]));
-        }
-    }
-    acc.iter().fold(0i32, |s, &v| s.wrapping_add(v))
+    portable_gemm(a, rows, w, c0, cols, out, ldo);
 }
 
 fn portable_gemm(
     a: &[i16],
     rows: usize,
-    b: &[i16],
+    w: &PairWeights,
+    c0: usize,
     cols: usize,
-    kpad: usize,
     out: &mut [i32],
     ldo: usize,
 ) {
+    let kpad = w.kpad;
     for r in 0..rows {
         let ar = &a[r * kpad..(r + 1) * kpad];
-        for c in 0..cols {
-            out[r * ldo + c] = portable_dot(ar, &b[c * kpad..(c + 1) * kpad]);
+        for j in 0..cols {
+            out[r * ldo + j] = ar.iter().enumerate().fold(0i32, |s, (kk, &x)| {
+                s.wrapping_add(i32::from(x) * i32::from(w.at(kk, c0 + j)))
+            });
         }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
+    use super::{PairWeights, COLS_BLOCK};
     use std::arch::x86_64::*;
 
+    /// `R` pixels x 16 channels: per term pair, the pixel's two terms are broadcast
+    /// and multiplied with the 8-channel pair vectors.
     #[target_feature(enable = "avx2")]
-    unsafe fn hsum(v: __m256i) -> i32 {
-        let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-        let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b01_00_11_10));
-        let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b10_11_00_01));
-        _mm_cvtsi128_si32(s)
-    }
-
-    #[target_feature(enable = "avx2")]
-    unsafe fn load(p: *const i16) -> __m256i {
-        _mm256_loadu_si256(p as *const __m256i)
-    }
-
-    /// Two rows of `a` against four rows of `b`.
-    #[target_feature(enable = "avx2")]
-    unsafe fn kernel_2x4(a: [*const i16; 2], b: [*const i16; 4], kpad: usize) -> [[i32; 4]; 2] {
-        let mut acc = [[_mm256_setzero_si256(); 4]; 2];
-        let mut k = 0;
-        while k < kpad {
-            let x0 = load(a[0].add(k));
-            let x1 = load(a[1].add(k));
-            for j in 0..4 {
-                let w = load(b[j].add(k));
-                acc[0][j] = _mm256_add_epi32(acc[0][j], _mm256_madd_epi16(x0, w));
-                acc[1][j] = _mm256_add_epi32(acc[1][j], _mm256_madd_epi16(x1, w));
-            }
-            k += 16;
-        }
-        let mut out = [[0i32; 4]; 2];
-        for i in 0..2 {
-            for j in 0..4 {
-                out[i][j] = hsum(acc[i][j]);
+    unsafe fn block<const R: usize>(
+        a: *const i16,
+        kpad: usize,
+        w: *const u32,
+        ld: usize,
+    ) -> [[__m256i; 2]; R] {
+        let mut acc = [[_mm256_setzero_si256(); 2]; R];
+        for k2 in 0..kpad / 2 {
+            let wp = w.add(k2 * ld);
+            let w0 = _mm256_loadu_si256(wp as *const __m256i);
+            let w1 = _mm256_loadu_si256(wp.add(8) as *const __m256i);
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let pair = (a.add(r * kpad + 2 * k2) as *const i32).read_unaligned();
+                let x = _mm256_set1_epi32(pair);
+                acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(x, w0));
+                acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(x, w1));
             }
         }
-        out
+        acc
     }
 
     #[target_feature(enable = "avx2")]
-    unsafe fn kernel_1x1(a: *const i16, b: *const i16, kpad: usize) -> i32 {
-        let mut acc = _mm256_setzero_si256();
-        let mut k = 0;
-        while k < kpad {
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(load(a.add(k)), load(b.add(k))));
-            k += 16;
+    unsafe fn store<const R: usize>(
+        acc: &[[__m256i; 2]; R],
+        out: &mut [i32],
+        at: usize,
+        ldo: usize,
+        n: usize,
+    ) {
+        let mut buf = [0i32; COLS_BLOCK];
+        for (r, v) in acc.iter().enumerate() {
+            _mm256_storeu_si256(buf.as_mut_ptr() as *mut __m256i, v[0]);
+            _mm256_storeu_si256(buf.as_mut_ptr().add(8) as *mut __m256i, v[1]);
+            out[at + r * ldo..at + r * ldo + n].copy_from_slice(&buf[..n]);
         }
-        hsum(acc)
     }
-
-    /// Terms per cache block: a block of patch rows and four weight rows stay in L1/L2.
-    const KB: usize = 512;
 
     #[target_feature(enable = "avx2")]
     pub unsafe fn gemm(
         a: &[i16],
         rows: usize,
-        b: &[i16],
+        w: &PairWeights,
+        c0: usize,
         cols: usize,
-        kpad: usize,
         out: &mut [i32],
         ldo: usize,
     ) {
-        let (ap, bp) = (a.as_ptr(), b.as_ptr());
-        let (r2, c4) = (rows / 2 * 2, cols / 4 * 4);
-        for r in 0..rows {
-            out[r * ldo..r * ldo + cols].fill(0);
-        }
-        for k0 in (0..kpad).step_by(KB) {
-            let kn = KB.min(kpad - k0);
-            for c in (0..c4).step_by(4) {
-                let bs = [
-                    bp.add(c * kpad + k0),
-                    bp.add((c + 1) * kpad + k0),
-                    bp.add((c + 2) * kpad + k0),
-                    bp.add((c + 3) * kpad + k0),
-                ];
-                for r in (0..r2).step_by(2) {
-                    let v =
-                        kernel_2x4([ap.add(r * kpad + k0), ap.add((r + 1) * kpad + k0)], bs, kn);
-                    for (i, row) in v.iter().enumerate() {
-                        let o = &mut out[(r + i) * ldo + c..(r + i) * ldo + c + 4];
-                        for (x, y) in o.iter_mut().zip(row) {
-                            *x = x.wrapping_add(*y);
-                        }
-                    }
-                }
+        let kpad = w.kpad;
+        let ld2 = w.ld;
+        for cb in (0..cols).step_by(COLS_BLOCK) {
+            let wp = w.data.as_ptr().add(c0 + cb);
+            let n = COLS_BLOCK.min(cols - cb);
+            let mut r = 0;
+            while r + 4 <= rows {
+                let acc = block::<4>(a.as_ptr().add(r * kpad), kpad, wp, ld2);
+                store(&acc, out, r * ldo + cb, ldo, n);
+                r += 4;
             }
-            for r in 0..rows {
-                let cs = if r < r2 { c4 } else { 0 };
-                for c in cs..cols {
-                    let v = kernel_1x1(ap.add(r * kpad + k0), bp.add(c * kpad + k0), kn);
-                    out[r * ldo + c] = out[r * ldo + c].wrapping_add(v);
-                }
+            while r < rows {
+                let acc = block::<1>(a.as_ptr().add(r * kpad), kpad, wp, ld2);
+                store(&acc, out, r * ldo + cb, ldo, n);
+                r += 1;
             }
         }
     }
@@ -174,31 +201,53 @@ mod avx2 {
 mod tests {
     use super::*;
 
+    fn random(n: usize, seed: &mut u32) -> Vec<i16> {
+        (0..n)
+            .map(|_| {
+                *seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                ((*seed >> 16) % 384) as i16 - 128
+            })
+            .collect()
+    }
+
     #[test]
     fn kernels_agree_with_the_definition() {
-        let kpad = 1040; // more than two cache blocks
-        let (rows, cols) = (5, 7);
         let mut seed = 7u32;
-        let mut next = || {
-            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            ((seed >> 16) % 384) as i16 - 128
-        };
-        let a: Vec<i16> = (0..rows * kpad).map(|_| next()).collect();
-        let b: Vec<i16> = (0..cols * kpad).map(|_| next()).collect();
-        let mut want = vec![0i32; rows * cols];
-        for r in 0..rows {
-            for c in 0..cols {
-                want[r * cols + c] = (0..kpad)
-                    .map(|k| i32::from(a[r * kpad + k]) * i32::from(b[c * kpad + k]))
-                    .sum();
+        for (rows, channels, k, c0, cols) in [
+            (7, 40, 1040, 3, 37),
+            (4, 16, 32, 0, 16),
+            (9, 96, 576, 0, 96),
+            (1, 5, 16, 4, 1),
+        ] {
+            let kpad = padded_len(k);
+            let a = random(rows * kpad, &mut seed);
+            let mut w = PairWeights::zeroed(channels, kpad);
+            let vals = random(kpad * channels, &mut seed);
+            for k2 in 0..kpad / 2 {
+                for c in 0..channels {
+                    let (lo, hi) = (
+                        vals[2 * k2 * channels + c],
+                        vals[(2 * k2 + 1) * channels + c],
+                    );
+                    w.data[k2 * w.ld + c] = pack_pair(lo, hi);
+                    assert_eq!((w.at(2 * k2, c), w.at(2 * k2 + 1, c)), (lo, hi));
+                }
             }
+            let mut want = vec![0i32; rows * cols];
+            for r in 0..rows {
+                for j in 0..cols {
+                    want[r * cols + j] = dot_exact(&a[r * kpad..(r + 1) * kpad], &w, c0 + j)
+                        .try_into()
+                        .expect("small values");
+                }
+            }
+            let mut got = vec![0i32; rows * cols];
+            gemm(&a, rows, &w, c0, cols, &mut got, cols);
+            assert_eq!(got, want, "{rows}x{cols} k={k}");
+            let mut port = vec![0i32; rows * cols];
+            portable_gemm(&a, rows, &w, c0, cols, &mut port, cols);
+            assert_eq!(port, want);
         }
-        let mut got = vec![0i32; rows * cols];
-        gemm(&a, rows, &b, cols, kpad, &mut got, cols);
-        assert_eq!(got, want);
-        let mut port = vec![0i32; rows * cols];
-        portable_gemm(&a, rows, &b, cols, kpad, &mut port, cols);
-        assert_eq!(port, want);
     }
 
     #[test]

@@ -54,6 +54,39 @@ pub fn wrap(exact: i64, acc_bits: u32) -> (i32, bool) {
     }
 }
 
+/// `out[i] = wrap(exact[i] + bias[i])` for a row (a loop the compiler vectorises);
+/// returns whether any value wrapped (then the caller locates them with [`wrap`]).
+pub fn wrap_row(exact: &[i64], bias: &[i64], acc_bits: u32, out: &mut [i32]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 is available (checked just above); the body is safe Rust.
+            return unsafe { wrap_row_avx2(exact, bias, acc_bits, out) };
+        }
+    }
+    wrap_row_plain(exact, bias, acc_bits, out)
+}
+
+#[inline(always)]
+fn wrap_row_plain(exact: &[i64], bias: &[i64], acc_bits: u32, out: &mut [i32]) -> bool {
+    let half = 1i64 << (acc_bits - 1);
+    let mask = (1i64 << acc_bits) - 1;
+    let mut any = false;
+    for (o, (&e, &b)) in out.iter_mut().zip(exact.iter().zip(bias)) {
+        let v = e + b;
+        let w = ((v + half) & mask) - half;
+        any |= w != v;
+        *o = w as i32;
+    }
+    any
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn wrap_row_avx2(exact: &[i64], bias: &[i64], acc_bits: u32, out: &mut [i32]) -> bool {
+    wrap_row_plain(exact, bias, acc_bits, out)
+}
+
 /// Executes `instr` (not STOP) completely.
 pub fn execute(
     instr: &Instr,
@@ -76,5 +109,30 @@ pub fn execute(
         Instr::Scale(s) => simd_ops::execute_scale(s, hw, sram),
         Instr::Eltwise(e) => simd_ops::execute_eltwise(e, hw, sram),
         Instr::Stop(_) => Ok(ExecStats::default()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_wrap_equals_value_wrap() {
+        let exact = [
+            0i64,
+            (1 << 29) - 1,
+            1 << 29,
+            -(1 << 29),
+            -(1 << 29) - 1,
+            5 << 31,
+            -7,
+        ];
+        let bias = [0i64, 0, 0, 0, 0, 3, 1 << 30];
+        let mut out = [0i32; 7];
+        assert!(wrap_row(&exact, &bias, 30, &mut out));
+        for i in 0..7 {
+            assert_eq!(out[i], wrap(exact[i] + bias[i], 30).0, "{i}");
+        }
+        assert!(!wrap_row(&exact[..2], &bias[..2], 30, &mut out[..2]));
     }
 }

@@ -50,65 +50,165 @@ impl ChannelTable {
     }
 }
 
-/// The SIMD stage of one instruction.
+/// The SIMD stage of one instruction, for the channels of its tile.
 ///
 /// Programs that are a single `FUSED_RELU r0, r0` (the common case) skip the lane
 /// interpreter and apply the requantization directly with the shared arithmetic of
-/// `nnac_isa::arith`; a test checks this path against `nnac_isa::simd::exec::run`
-/// bit for bit. Every other program runs on the shared executor.
+/// `nnac_isa::arith` (a test checks this path against `nnac_isa::simd::exec::run` bit
+/// for bit); when every channel's shift is at most 62 the per-channel multiplier,
+/// rounding term and shift are tabulated once ([`Lanes`]) and whole rows run through
+/// one branch-free loop. Every other program runs on the shared executor.
 pub struct Post<'a> {
     program: &'a [SimdInstr],
+    chan: &'a [ChanParams],
     fused: Option<&'a Requant>,
+    lanes: Option<Lanes>,
     out_signed: bool,
+}
+
+/// Per-channel constants of a FUSED_RELU epilogue whose shifts are all <= 62:
+/// `y = ((acc * mult + round) >> shift) + zero_point`, exact in i64 because
+/// `|acc * mult| <= 2^62` and `round < 2^62`.
+struct Lanes {
+    mult: Vec<i64>,
+    round: Vec<i64>,
+    shift: Vec<u32>,
 }
 
 /// FUSED_RELU of docs/ISA.md section 7 on `acc`, then the output saturation.
 #[inline]
 pub fn requant_byte(r: &Requant, acc: i32, chan: &ChanParams, out_signed: bool) -> u8 {
-    let (m, s) = if r.per_channel {
-        (chan.0[0], chan.0[1].clamp(0, 63) as u32)
-    } else {
-        (r.multiplier, r.shift)
-    };
+    let (m, s) = mult_shift(r, chan);
     // |acc * m| <= 2^62, so for s <= 62 the rounding shift is exact in i64, and so
     // is adding the zero point. After the act_min/act_max clamp the value is within
     // i16, so arith::sat_i32 is the identity; the last clamp is arith::saturate8.
-    let scaled: i64 = if s == 0 {
-        i64::from(acc) * i64::from(m)
-    } else if s <= 62 {
-        (i64::from(acc) * i64::from(m) + (1i64 << (s - 1))) >> s
+    let scaled: i64 = if s <= 62 {
+        (i64::from(acc) * i64::from(m) + round_term(s)) >> s
     } else {
         arith::scale(i64::from(acc), m, s) as i64
     };
-    let y = (scaled + i64::from(r.zero_point))
-        .max(i64::from(r.act_min))
-        .min(i64::from(r.act_max));
-    if out_signed {
-        y.clamp(-128, 127) as i8 as u8
+    finish(r, scaled, out_signed)
+}
+
+/// The multiplier and shift FUSED_RELU uses for a channel.
+fn mult_shift(r: &Requant, chan: &ChanParams) -> (i32, u32) {
+    if r.per_channel {
+        (chan.0[0], chan.0[1].clamp(0, 63) as u32)
     } else {
-        y.clamp(0, 255) as u8
+        (r.multiplier, r.shift)
     }
 }
 
+/// `2^(s-1)` (0 for `s` = 0): the rounding term of `rshift_round`.
+fn round_term(s: u32) -> i64 {
+    if s == 0 {
+        0
+    } else {
+        1i64 << (s - 1)
+    }
+}
+
+/// Zero point, the act_min / act_max clamp and the 8-bit output saturation.
+#[inline]
+fn finish(r: &Requant, scaled: i64, out_signed: bool) -> u8 {
+    let (lo, hi) = if out_signed { (-128, 127) } else { (0, 255) };
+    // In [lo, hi] the byte is the value's low 8 bits (two's complement for int8).
+    (scaled + i64::from(r.zero_point))
+        .max(i64::from(r.act_min))
+        .min(i64::from(r.act_max))
+        .max(lo)
+        .min(hi) as u8
+}
+
+/// `x >> s` (arithmetic, `s` < 64) through a logical shift of the sign-folded value:
+/// for negative x, `x >> s == !(!x >>> s)`. AVX2 shifts 64-bit lanes by per-lane
+/// amounts only logically, so this form lets the row loop vectorise.
+#[inline]
+fn ashr(x: i64, s: u32) -> i64 {
+    let sign = x >> 63;
+    (((x ^ sign) as u64) >> s) as i64 ^ sign
+}
+
+/// The FUSED_RELU row loop over tabulated lanes.
+#[inline(always)]
+fn lanes_row(r: &Requant, l: &Lanes, acc: &[i32], c0: usize, out: &mut [u8], signed: bool) {
+    let n = acc.len();
+    let lanes = l.mult[c0..c0 + n]
+        .iter()
+        .zip(&l.round[c0..c0 + n])
+        .zip(&l.shift[c0..c0 + n]);
+    for ((o, &a), ((&m, &rd), &s)) in out.iter_mut().zip(acc).zip(lanes) {
+        *o = finish(r, ashr(i64::from(a) * m + rd, s), signed);
+    }
+}
+
+/// [`lanes_row`] compiled for AVX2 (64-bit lane multiplies and shifts).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn lanes_row_avx2(
+    r: &Requant,
+    l: &Lanes,
+    acc: &[i32],
+    c0: usize,
+    out: &mut [u8],
+    signed: bool,
+) {
+    lanes_row(r, l, acc, c0, out, signed)
+}
+
 impl<'a> Post<'a> {
-    pub fn new(program: &'a [SimdInstr], out_signed: bool) -> Post<'a> {
+    /// `chan[c]` holds the parameters of tile channel `c`.
+    pub fn new(program: &'a [SimdInstr], out_signed: bool, chan: &'a [ChanParams]) -> Post<'a> {
         let fused = match program {
             [SimdInstr::FusedRelu(r)] if r.src == 0 && r.dst == 0 => Some(r),
             _ => None,
         };
+        let lanes = fused.and_then(|r| {
+            let ms: Vec<(i32, u32)> = chan.iter().map(|c| mult_shift(r, c)).collect();
+            ms.iter().all(|&(_, s)| s <= 62).then(|| Lanes {
+                mult: ms.iter().map(|&(m, _)| i64::from(m)).collect(),
+                round: ms.iter().map(|&(_, s)| round_term(s)).collect(),
+                shift: ms.iter().map(|&(_, s)| s).collect(),
+            })
+        });
         Post {
             program,
+            chan,
             fused,
+            lanes,
             out_signed,
         }
     }
 
-    /// The output byte for accumulator value `acc` of a channel with parameters `chan`.
+    /// The output byte for accumulator value `acc` of tile channel `c`.
     #[inline]
-    pub fn apply(&self, acc: i32, chan: &ChanParams) -> u8 {
+    pub fn apply(&self, acc: i32, c: usize) -> u8 {
         match self.fused {
-            Some(r) => requant_byte(r, acc, chan, self.out_signed),
-            None => run(self.program, acc, chan, self.out_signed),
+            Some(r) => requant_byte(r, acc, &self.chan[c], self.out_signed),
+            None => run(self.program, acc, &self.chan[c], self.out_signed),
+        }
+    }
+
+    /// `out[i] = apply(acc[i], c0 + i)` for a row of consecutive channels.
+    pub fn apply_row(&self, acc: &[i32], c0: usize, out: &mut [u8]) {
+        match (self.fused, &self.lanes) {
+            (Some(r), Some(l)) => {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    if std::arch::is_x86_feature_detected!("avx2") {
+                        // SAFETY: AVX2 is available (checked just above); the function
+                        // body is safe Rust.
+                        unsafe { lanes_row_avx2(r, l, acc, c0, out, self.out_signed) };
+                        return;
+                    }
+                }
+                lanes_row(r, l, acc, c0, out, self.out_signed)
+            }
+            _ => {
+                for (i, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
+                    *o = self.apply(a, c0 + i);
+                }
+            }
         }
     }
 }
@@ -139,6 +239,54 @@ mod tests {
     }
 
     #[test]
+    fn arithmetic_shift_through_a_logical_one() {
+        for x in [
+            0i64,
+            1,
+            -1,
+            5,
+            -5,
+            i64::MAX,
+            i64::MIN,
+            1 << 40,
+            -(1 << 40) - 3,
+        ] {
+            for s in [0, 1, 2, 31, 62, 63] {
+                assert_eq!(ashr(x, s), x >> s, "{x} >> {s}");
+            }
+        }
+    }
+
+    #[test]
+    fn row_path_matches_per_value_path() {
+        let mut rng = Rng(7);
+        let chans: Vec<ChanParams> = (0..40)
+            .map(|_| ChanParams([rng.i32(), (rng.next() % 63) as i32, 0, 0]))
+            .collect();
+        let r = Requant {
+            dst: 0,
+            src: 0,
+            per_channel: true,
+            shift: 0,
+            act_min: -100,
+            act_max: 120,
+            zero_point: 3,
+            multiplier: 0,
+        };
+        let prog = [SimdInstr::FusedRelu(r)];
+        for signed in [true, false] {
+            let post = Post::new(&prog, signed, &chans);
+            assert!(post.lanes.is_some());
+            let acc: Vec<i32> = (0..37).map(|_| rng.i32() >> 2).collect();
+            let mut row = vec![0u8; acc.len()];
+            post.apply_row(&acc, 3, &mut row);
+            for (i, &a) in acc.iter().enumerate() {
+                assert_eq!(row[i], run(&prog, a, &chans[3 + i], signed));
+            }
+        }
+    }
+
+    #[test]
     fn fused_relu_fast_path_matches_the_shared_executor() {
         let mut rng = Rng(42);
         for _ in 0..200_000 {
@@ -156,13 +304,14 @@ mod tests {
             let acc = rng.i32();
             let signed = rng.next().is_multiple_of(2);
             let prog = [SimdInstr::FusedRelu(r.clone())];
-            let post = Post::new(&prog, signed);
+            let chans = [chan];
+            let post = Post::new(&prog, signed, &chans);
             assert!(post.fused.is_some());
-            assert_eq!(
-                post.apply(acc, &chan),
-                run(&prog, acc, &chan, signed),
-                "{r:?} {chan:?} {acc}"
-            );
+            let want = run(&prog, acc, &chan, signed);
+            assert_eq!(post.apply(acc, 0), want, "{r:?} {chan:?} {acc}");
+            let mut row = [0u8];
+            post.apply_row(&[acc], 0, &mut row);
+            assert_eq!(row[0], want, "row path: {r:?} {chan:?} {acc}");
         }
     }
 }

@@ -67,15 +67,17 @@ fn par_tile<F>(tile: &Tile, f: F) -> Result<(Vec<u8>, ExecStats), String>
 where
     F: Fn(u64, u64, &mut [u8], &mut ExecStats) -> Result<(), String> + Sync,
 {
-    const BLOCK: u64 = 256;
+    // Blocks of at most 256 pixels, at least one per thread for tiles that allow it.
+    let threads = rayon::current_num_threads().max(1) as u64;
+    let block: u64 = tile.pix.count.div_ceil(threads).clamp(16, 256);
     let cn = tile.cn as usize;
     let starts: Vec<u64> = (tile.pix.start..tile.pix.end())
-        .step_by(BLOCK as usize)
+        .step_by(block as usize)
         .collect();
     let parts = starts
         .par_iter()
         .map(|&s| {
-            let e = (s + BLOCK).min(tile.pix.end());
+            let e = (s + block).min(tile.pix.end());
             let mut out = vec![0u8; (e - s) as usize * cn];
             let mut st = ExecStats::default();
             for (p, row) in (s..e).zip(out.chunks_exact_mut(cn)) {
@@ -138,7 +140,7 @@ pub fn execute_scale(s: &Scale, hw: &HwConfig, sram: &mut Memory) -> Result<Exec
     let tile = scale_tile(s)?;
     let input = Hwc::new(s.in_addr, s.in_row_pitch, s.in_pix_pitch);
     let chan = read_chan(sram, s.chan_addr, tile.cn, &s.simd)?;
-    let post = Post::new(&s.simd, s.out_signed);
+    let post = Post::new(&s.simd, s.out_signed, &chan);
     let sram_ro: &Memory = sram;
     let (out, st) = par_tile(&tile, |y, x, row, st| {
         let src = sram_ro.slice(input.at(y, x, tile.c0), tile.cn)?;
@@ -148,7 +150,7 @@ pub fn execute_scale(s: &Scale, hw: &HwConfig, sram: &mut Memory) -> Result<Exec
             if overflow {
                 st.note_overflow(y * tile.pix.width + x, tile.c0 + c as u64);
             }
-            *o = post.apply(v, &chan[c]);
+            *o = post.apply(v, c);
         }
         Ok(())
     })?;
@@ -161,6 +163,9 @@ pub fn execute_scale(s: &Scale, hw: &HwConfig, sram: &mut Memory) -> Result<Exec
     Ok(st)
 }
 
+/// No bias: the wrap of an ELTWISE value is of the value itself.
+const ZERO_BIAS: [i64; 64] = [0; 64];
+
 /// ELTWISE: both inputs rescaled, combined exactly, wrapped to the accumulator width,
 /// then the SIMD program with the channel's parameters.
 pub fn execute_eltwise(e: &Eltwise, hw: &HwConfig, sram: &mut Memory) -> Result<ExecStats, String> {
@@ -168,7 +173,7 @@ pub fn execute_eltwise(e: &Eltwise, hw: &HwConfig, sram: &mut Memory) -> Result<
     let a = Hwc::new(e.a_addr, e.a_row_pitch, e.a_pix_pitch);
     let b = Hwc::new(e.b_addr, e.b_row_pitch, e.b_pix_pitch);
     let chan = read_chan(sram, e.chan_addr, tile.cn, &e.simd)?;
-    let post = Post::new(&e.simd, e.out_signed);
+    let post = Post::new(&e.simd, e.out_signed, &chan);
     let (az, bz) = (i32::from(e.a_zero), i32::from(e.b_zero));
     // The rescaled value depends only on the code byte: tabulate it once.
     let table = |signed: bool, zero: i32, mult: i32, shift: u32| -> Vec<i64> {
@@ -184,13 +189,23 @@ pub fn execute_eltwise(e: &Eltwise, hw: &HwConfig, sram: &mut Memory) -> Result<
     let (out, st) = par_tile(&tile, |y, x, row, st| {
         let ra = sram_ro.slice(a.at(y, x, tile.c0), tile.cn)?;
         let rb = sram_ro.slice(b.at(y, x, tile.c0), tile.cn)?;
-        for (c, (o, (&va, &vb))) in row.iter_mut().zip(ra.iter().zip(rb)).enumerate() {
-            let (sa, sb) = (ta[usize::from(va)], tb[usize::from(vb)]);
-            let (v, overflow) = super::wrap(eltwise_combine(e.op, sa, sb), hw.acc_bits);
-            if overflow {
-                st.note_overflow(y * tile.pix.width + x, tile.c0 + c as u64);
+        // Channel chunks on the stack: exact values, wrapped values, SIMD program.
+        const CHUNK: usize = 64;
+        let (mut exact, mut acc) = ([0i64; CHUNK], [0i32; CHUNK]);
+        for (i, out) in row.chunks_mut(CHUNK).enumerate() {
+            let c0 = i * CHUNK;
+            let n = out.len();
+            for (v, (&va, &vb)) in exact.iter_mut().zip(ra[c0..c0 + n].iter().zip(&rb[c0..])) {
+                *v = eltwise_combine(e.op, ta[usize::from(va)], tb[usize::from(vb)]);
             }
-            *o = post.apply(v, &chan[c]);
+            if super::wrap_row(&exact[..n], &ZERO_BIAS[..n], hw.acc_bits, &mut acc[..n]) {
+                for (c, &v) in exact[..n].iter().enumerate() {
+                    if super::wrap(v, hw.acc_bits).1 {
+                        st.note_overflow(y * tile.pix.width + x, tile.c0 + (c0 + c) as u64);
+                    }
+                }
+            }
+            post.apply_row(&acc[..n], c0, out);
         }
         Ok(())
     })?;

@@ -1,5 +1,5 @@
 //! The SRAM weight layout of dot-product instructions (docs/ISA.md section 4) and its
-//! conversion into the kernel's i16 rows.
+//! conversion into the kernel's interleaved i16 term pairs.
 //!
 //! Output channels are split into groups of `cols = mac_cols` aligned at channel 0:
 //! group `q` holds channels `q*cols .. q*cols + cols`. Group `q` is a block of `K`
@@ -8,7 +8,7 @@
 //! `q0 = oc_start / cols`; group `q` is at `w_addr + (q - q0)*K*cols`.
 
 use super::dot_geom::DotGeom;
-use rayon::prelude::*;
+use super::gemm::{pack_pair, PairWeights};
 
 /// Byte offset from `w_addr` of the weight of output channel `oc` (absolute) for
 /// term `t`.
@@ -24,50 +24,69 @@ pub fn block_bytes(k_terms: u64, oc_start: u64, oc_count: u64, cols: u64) -> u64
     (q1 - q0 + 1) * k_terms * cols
 }
 
-/// Output channels converted together (one parallel task).
-const ROWS_PER_TASK: u64 = 24;
-
-/// One row of `kpad` i16 per tile output channel, in the patch term order
-/// `(ky, kx, ic)`, zero-padded. Each task converts a run of channels of one weight
-/// group, reading each 96-byte vector contiguously.
-pub fn convert_weights(g: &DotGeom, bytes: &[u8], signed: bool, kpad: usize) -> Vec<i16> {
+/// The tile's weights as interleaved term pairs ([`PairWeights`]) in the patch term
+/// order `kk = (ky * kernel_w + kx) * icpg + ic`. Every term's weights of a run of
+/// channels in one weight group are one contiguous byte vector in SRAM; two such
+/// vectors (terms `2*k2`, `2*k2 + 1`) are widened and packed into one pair row.
+pub fn pair_weights(g: &DotGeom, bytes: &[u8], signed: bool, kpad: usize) -> PairWeights {
     let k = g.k_terms() as usize;
     let (icpg, taps) = (g.icpg as usize, (g.kh * g.kw) as usize);
     let cols = g.mac_cols;
-    let mut out = vec![0i16; g.oc_count as usize * kpad];
-    // (block offset, first byte in each vector, rows)
-    let mut parts: Vec<(usize, usize, &mut [i16])> = Vec::new();
-    let mut rest: &mut [i16] = &mut out;
+    // (byte offset of term 0 of the run's first channel, first tile channel, count)
+    let mut runs: Vec<(usize, usize, usize)> = Vec::new();
     let (mut oc, end) = (g.oc_start, g.oc_start + g.oc_count);
     while oc < end {
-        let hi = ((oc / cols + 1) * cols).min(end).min(oc + ROWS_PER_TASK);
-        let (rows, tail) = std::mem::take(&mut rest).split_at_mut((hi - oc) as usize * kpad);
-        let block =
-            weight_offset(oc, 0, k as u64, g.oc_start, cols) as usize - (oc % cols) as usize;
-        parts.push((block, (oc % cols) as usize, rows));
-        rest = tail;
+        let hi = ((oc / cols + 1) * cols).min(end);
+        let off = weight_offset(oc, 0, k as u64, g.oc_start, cols) as usize;
+        runs.push((off, (oc - g.oc_start) as usize, (hi - oc) as usize));
         oc = hi;
     }
     let cols = cols as usize;
-    parts.into_par_iter().for_each(|(block, j0, rows)| {
-        let n = rows.len() / kpad;
-        // Tap outer, channel inner: each row is written sequentially.
-        for tap in 0..taps {
-            for ic in 0..icpg {
-                let t = ic * taps + tap;
-                let v = &bytes[block + t * cols + j0..block + t * cols + j0 + n];
-                let kk = tap * icpg + ic;
-                for (j, &b) in v.iter().enumerate() {
-                    rows[j * kpad + kk] = if signed {
-                        i16::from(b as i8)
-                    } else {
-                        i16::from(b)
-                    };
-                }
-            }
+    // SRAM term (ic-major) of patch term kk; terms past K read as zero.
+    let sram_term = |kk: usize| (kk < k).then(|| (kk % icpg) * taps + kk / icpg);
+    let zeros = vec![0u8; cols];
+    let mut w = PairWeights::zeroed(g.oc_count as usize, kpad);
+    for k2 in 0..k.div_ceil(2) {
+        let row = w.pair_row_mut(k2);
+        for &(off, c0, n) in &runs {
+            let vec_of = |t: Option<usize>| match t {
+                Some(t) => &bytes[off + t * cols..off + t * cols + n],
+                None => &zeros[..n],
+            };
+            let (lo, hi) = (vec_of(sram_term(2 * k2)), vec_of(sram_term(2 * k2 + 1)));
+            pack_row(&mut row[c0..c0 + n], lo, hi, signed);
         }
-    });
-    out
+    }
+    w
+}
+
+/// `dst[j] = pack_pair(code(lo[j]), code(hi[j]))` (a loop the compiler vectorises).
+fn pack_row(dst: &mut [u32], lo: &[u8], hi: &[u8], signed: bool) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 is available (checked just above); the body is safe Rust.
+            unsafe { pack_row_avx2(dst, lo, hi, signed) };
+            return;
+        }
+    }
+    pack_row_plain(dst, lo, hi, signed)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pack_row_avx2(dst: &mut [u32], lo: &[u8], hi: &[u8], signed: bool) {
+    pack_row_plain(dst, lo, hi, signed)
+}
+
+#[inline(always)]
+fn pack_row_plain(dst: &mut [u32], lo: &[u8], hi: &[u8], signed: bool) {
+    let pairs = dst.iter_mut().zip(lo.iter().zip(hi));
+    if signed {
+        pairs.for_each(|(d, (&a, &b))| *d = pack_pair(i16::from(a as i8), i16::from(b as i8)));
+    } else {
+        pairs.for_each(|(d, (&a, &b))| *d = pack_pair(i16::from(a), i16::from(b)));
+    }
 }
 
 #[cfg(test)]

@@ -96,6 +96,7 @@ pub fn run_one(
             zero_point: 0,
         }],
         host_ops: None,
+        layers: None,
         meta: Metadata {
             hw: hw.clone(),
             ..Metadata::default()

@@ -1,0 +1,136 @@
+//! Weight prefetch beyond the previous layer.
+//!
+//! The walk makes a layer's parameter buffers live from the previous step, so their
+//! DMA can overlap the previous layer. After placement the addresses are fixed and
+//! this pass looks further back: a parameter buffer whose SRAM range is not used by
+//! any other buffer since step `e` can be loaded while step `e` computes. Its load
+//! jobs move (in program order) to just after step `e`'s jobs, so the DMA queue
+//! reaches them as soon as the last earlier user of the range is done; the flag
+//! assignment (`sync.rs`) then makes the load wait for exactly those users. The
+//! lookahead window is thus bounded by free SRAM only. Loads keep their relative
+//! order (the DMA queue still fetches weights in the order the layers need them),
+//! every other job keeps its place, and only constant DRAM is read, so no spill or
+//! fill is passed in a way that matters. Deterministic: a pure function of the
+//! placement.
+
+use crate::alloc::Buffer;
+use crate::job::Job;
+use crate::spill::SpillState;
+
+/// The first step at which `p`'s SRAM range `[a, a + size)` is free of every other
+/// buffer that ends before `p` starts.
+fn earliest(p: usize, bufs: &[Buffer], addrs: &[u64]) -> usize {
+    let (a, e) = (addrs[p], addrs[p] + bufs[p].size);
+    bufs.iter()
+        .enumerate()
+        .filter(|&(b, buf)| {
+            b != p && buf.last < bufs[p].first && addrs[b] < e && a < addrs[b] + buf.size
+        })
+        .map(|(_, buf)| buf.last + 1)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Index of the first job of step `s` or later (`jobs` if none).
+fn step_start(sp: &SpillState, s: usize, jobs: usize) -> usize {
+    if s == 0 {
+        return 0;
+    }
+    let k = sp.step_start.partition_point(|&(st, _)| st < s);
+    sp.step_start.get(k).map_or(jobs, |&(_, j)| j)
+}
+
+/// The lookahead windows (in layers) to try, furthest first: every load in flight
+/// holds a dependency flag until its layer runs, so the window starts at half the
+/// flags and halves down to 0 (no move at all; the only window when serialised).
+pub fn windows(flags: u32, serialise: bool) -> Vec<usize> {
+    let mut v = Vec::new();
+    let mut w = if serialise { 0 } else { flags as usize / 2 };
+    while w > 0 {
+        v.push(w);
+        w /= 2;
+    }
+    v.push(0);
+    v
+}
+
+/// The step a job belongs to.
+fn step_of(sp: &SpillState, job: usize) -> usize {
+    let k = sp.step_start.partition_point(|&(_, j)| j <= job);
+    k.checked_sub(1).map_or(0, |k| sp.step_start[k].0)
+}
+
+/// Moves parameter loads as early as free SRAM allows (see the module doc), at most
+/// `window` layers ahead of the layer that reads them (0: no move), and extends
+/// their buffers' live ranges. Returns how many buffers are now loaded more than
+/// one step before they are needed.
+pub fn lookahead(
+    bufs: &mut [Buffer],
+    addrs: &[u64],
+    jobs: &mut Vec<Job>,
+    sp: &SpillState,
+    window: usize,
+) -> usize {
+    if window == 0 {
+        return 0;
+    }
+    // Sort key of every job: (position, moved-before-fixed, original index).
+    let mut keys: Vec<(usize, u8, usize)> = (0..jobs.len()).map(|j| (j, 1, j)).collect();
+    let mut floor = 0usize;
+    let mut ahead = 0usize;
+    // Steps of the layers whose parameters were seen so far, in order.
+    let mut layers: Vec<usize> = Vec::new();
+    for (p, loads) in &sp.param_bufs {
+        let e = earliest(*p, bufs, addrs);
+        let Some(&orig) = loads.first() else {
+            continue;
+        };
+        let step = step_of(sp, orig);
+        if layers.last() != Some(&step) {
+            layers.push(step);
+        }
+        let oldest = layers[layers.len().saturating_sub(window)];
+        let e = e.max(oldest.saturating_sub(1));
+        let target = step_start(sp, e + 1, jobs.len()).min(orig).max(floor);
+        floor = target;
+        if e + 1 < bufs[*p].first {
+            ahead += 1;
+        }
+        bufs[*p].first = bufs[*p].first.min(e);
+        for &j in loads {
+            keys[j] = (target, 0, j);
+        }
+    }
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&j| keys[j]);
+    let mut taken: Vec<Option<Job>> = std::mem::take(jobs).into_iter().map(Some).collect();
+    *jobs = order
+        .into_iter()
+        .map(|j| taken[j].take().expect("each job once"))
+        .collect();
+    ahead
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn buf(size: u64, first: usize, last: usize) -> Buffer {
+        Buffer {
+            owner: String::new(),
+            size,
+            first,
+            last,
+        }
+    }
+
+    #[test]
+    fn earliest_is_after_the_last_overlapping_user() {
+        // b0 at 0..100 until step 2; b1 at 100..200 until step 5; p at 0..50 from 6.
+        let bufs = vec![buf(100, 0, 2), buf(100, 1, 5), buf(50, 6, 7)];
+        let addrs = vec![0, 100, 0];
+        assert_eq!(earliest(2, &bufs, &addrs), 3);
+        let addrs = vec![0, 100, 150];
+        assert_eq!(earliest(2, &bufs, &addrs), 6);
+    }
+}

@@ -1,0 +1,195 @@
+//! Splitting a pixel-wise layer (ELTWISE, SCALE without pooling) whose inputs,
+//! output and channel table do not fit its SRAM budget: bands of rows (no halo),
+//! each band a step of its own; spilled inputs are filled and a spilled output is
+//! written back band by band, resident ones are read / written in place.
+
+use crate::job::{tiles, JobKind, Loc, Tile};
+use crate::lower::Walk;
+use crate::spill::{SplitLayer, Src};
+use nnac_ir::{NnaOp, NodeId, Op};
+
+/// Rows per band: the most that fit `budget` double-buffered, else single-buffered,
+/// else one row; and whether the bands double-buffer.
+fn band_rows(h: u32, row_stream: u64, fixed: u64, budget: u64) -> (u32, bool) {
+    let fit = |k: u64| -> Option<u32> {
+        let room = budget.checked_sub(fixed)?;
+        let rows = room / (k * row_stream).max(1);
+        (rows >= 1).then(|| rows.min(u64::from(h)) as u32)
+    };
+    match (fit(2), fit(1)) {
+        (Some(r), _) => (r, true),
+        (None, Some(r)) => (r, false),
+        (None, None) => (1, false),
+    }
+}
+
+impl Walk<'_> {
+    /// Activation bytes of `id`'s inputs and output and its channel table, and the
+    /// same per row (all streamed): `(whole, per_row)`; `None` for other ops.
+    fn px_sizes(&self, id: NodeId) -> Option<(u64, u64, u64)> {
+        let pixelwise = match &self.g.node(id).op {
+            Op::Nna(NnaOp::Eltwise(_)) => true,
+            Op::Nna(NnaOp::Scale(s)) => s.pool.is_none(),
+            _ => false,
+        };
+        if !pixelwise {
+            return None;
+        }
+        let node = self.g.node(id);
+        let out = crate::act::Act::of(&node.name, &node.outputs[0]).ok()?;
+        let mut whole = out.bytes();
+        let mut per_row = u64::from(out.row_pitch);
+        for v in self.g.node_inputs(id) {
+            let a = self
+                .vals
+                .get(&v.node)
+                .map(|p| p.act.clone())
+                .or_else(|| self.out.sp.homes.get(&v.node).map(|h| h.act.clone()))?;
+            whole += a.bytes();
+            per_row += u64::from(a.row_pitch);
+        }
+        Some((whole, per_row, 16 * u64::from(out.c)))
+    }
+
+    /// Decides whether pixel-wise `id` runs in bands (before its inputs are brought
+    /// in); records its smallest working set.
+    pub(crate) fn px_decide(&mut self, id: NodeId) -> bool {
+        let Some((whole, per_row, table)) = self.px_sizes(id) else {
+            return false;
+        };
+        self.out.sp.min_ws.insert(id, per_row + table);
+        whole + table > self.out.sp.plan.budget_of(id, self.hw.sram_bytes)
+    }
+
+    /// Pushes the banded jobs of a pixel-wise layer: `inputs` and `out` (resident or
+    /// spilled, `h` rows of `w` pixels, `c` channels) and `job(rows, inputs, out,
+    /// tiles)` building one band's job.
+    pub(crate) fn px_split(
+        &mut self,
+        id: NodeId,
+        inputs: &[Src],
+        out: Src,
+        table: usize,
+        job: impl Fn(u32, &[Loc], Loc, Vec<Tile>) -> JobKind,
+    ) -> Result<(), String> {
+        let name = self.g.node(id).name.clone();
+        let o = out.act().clone();
+        let streamed = |s: &Src| matches!(s, Src::Dram(_));
+        let row_stream: u64 = inputs
+            .iter()
+            .chain(std::iter::once(&out))
+            .filter(|s| streamed(s))
+            .map(|s| u64::from(s.act().row_pitch))
+            .sum();
+        let fixed: u64 = inputs
+            .iter()
+            .chain(std::iter::once(&out))
+            .filter(|s| !streamed(s))
+            .map(|s| s.act().bytes())
+            .sum::<u64>()
+            + 16 * u64::from(o.c);
+        let budget = self.out.sp.plan.budget_of(id, self.hw.sram_bytes);
+        let (rows, double) = band_rows(o.h, row_stream, fixed, budget);
+        let overlap = double && self.prefetch_ok(Some(id));
+        let mut total = 0;
+        let mut y0 = 0u32;
+        while y0 < o.h {
+            if y0 > 0 {
+                self.step += 1;
+                self.mark_step();
+            }
+            let n = rows.min(o.h - y0);
+            let mut locs = Vec::with_capacity(inputs.len());
+            for s in inputs {
+                let loc = match s {
+                    Src::Sram(p) => (p.buf, p.off + u64::from(y0) * u64::from(p.act.row_pitch)),
+                    Src::Dram(h) => {
+                        let b = self.band_buf(
+                            &name,
+                            u64::from(n) * u64::from(h.act.row_pitch),
+                            overlap,
+                        );
+                        self.move_rows(&name, true, h, y0, (b, 0), n);
+                        (b, 0)
+                    }
+                };
+                locs.push(loc);
+            }
+            let out_loc = match &out {
+                Src::Sram(p) => (p.buf, p.off + u64::from(y0) * u64::from(p.act.row_pitch)),
+                Src::Dram(_) => {
+                    let size = u64::from(n) * u64::from(o.row_pitch);
+                    (self.band_buf(&name, size, overlap), 0)
+                }
+            };
+            let tl = tiles(n * o.w, o.c, self.tile_pixels, self.hw.mac_cols);
+            total += tl.len();
+            let kind = job(n, &locs, out_loc, tl);
+            self.out.jobs.push(crate::job::Job {
+                node: name.clone(),
+                kind,
+            });
+            for l in locs.iter().chain(std::iter::once(&out_loc)) {
+                let b = &mut self.out.bufs[l.0];
+                b.last = b.last.max(self.step);
+            }
+            if let Src::Dram(h) = &out {
+                self.move_rows(&name, false, h, y0, out_loc, n);
+            }
+            y0 += n;
+        }
+        for s in inputs.iter().chain(std::iter::once(&out)) {
+            if let Src::Sram(p) = s {
+                let b = &mut self.out.bufs[p.buf];
+                b.last = b.last.max(self.step);
+            }
+        }
+        let t = &mut self.out.bufs[table];
+        t.last = t.last.max(self.step);
+        if let Src::Dram(h) = out {
+            self.out.sp.homes.insert(id, h);
+        }
+        let mnemonic = match &self.g.node(id).op {
+            Op::Nna(NnaOp::Eltwise(_)) => "ELTWISE",
+            _ => "SCALE",
+        };
+        self.out.layers.push((name.clone(), mnemonic.into(), total));
+        self.out.sp.splits.push(SplitLayer {
+            layer: name,
+            bands: o.h.div_ceil(rows) as usize,
+            groups: 1,
+        });
+        Ok(())
+    }
+
+    /// The output of a pixel-wise layer: as [`Walk::split_output`] when it runs in
+    /// bands, else a resident buffer (spilled whole after the layer if planned).
+    pub(crate) fn px_output(&mut self, id: NodeId) -> Result<Src, String> {
+        if self.out.sp.px_split {
+            self.split_output(id)
+        } else {
+            Ok(Src::Sram(self.define(id).map_err(|e| e.to_string())?))
+        }
+    }
+
+    fn band_buf(&mut self, name: &str, size: u64, overlap: bool) -> usize {
+        let b = self.new_buf(name, size);
+        if overlap {
+            self.out.bufs[b].first = self.step.saturating_sub(1);
+        }
+        b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn band_rows_prefer_double_buffering() {
+        assert_eq!(band_rows(10, 100, 1000, 3000), (10, true));
+        assert_eq!(band_rows(100, 100, 1000, 3000), (10, true));
+        assert_eq!(band_rows(100, 100, 1000, 1150), (1, false));
+        assert_eq!(band_rows(100, 100, 1000, 1050), (1, false));
+    }
+}

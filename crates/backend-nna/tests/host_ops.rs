@@ -1,0 +1,151 @@
+//! Host ops end to end: graphs with Softmax, LRN, Transpose and 5-D reshapes (ops
+//! the NNA has no instruction for) compile to programs of several segments whose
+//! host ops run between them; every output byte equals the quantized reference
+//! interpreter's under several schedules.
+
+mod common;
+
+use common::*;
+use nnac_ir::{Graph, Op, Value};
+use nnac_isa::{HwConfig, Instr};
+
+fn lrn(g: &mut Graph, name: &str, x: Value) -> Value {
+    let op = Op::Lrn {
+        size: 5,
+        alpha: 1e-2,
+        beta: 0.75,
+        bias: 1.0,
+    };
+    node(g, name, op, &[x])
+}
+
+fn softmax(g: &mut Graph, name: &str, x: Value) -> Value {
+    node(g, name, Op::Softmax { axis: 1 }, &[x])
+}
+
+fn reshape(g: &mut Graph, name: &str, x: Value, shape: &[usize]) -> Value {
+    let op = Op::Reshape {
+        shape: shape.to_vec(),
+    };
+    node(g, name, op, &[x])
+}
+
+/// Compiles `g`, checks the program and runs it bit-exactly; returns the program.
+fn compile_and_check(g: Graph, shape: &[usize]) -> nnac_isa::Program {
+    let hw = HwConfig::fsd();
+    let q = quantize_graph(g, shape);
+    let (p, _) = lower_ok(&q, &hw);
+    assert_well_formed(&q, &hw, &p);
+    // The container round trip keeps the host ops.
+    let back = nnac_isa::Program::read(&p.write().unwrap()).unwrap();
+    assert_eq!(back, p);
+    for seed in [1, 2] {
+        assert!(assert_bit_exact(&q, &p, seed, shape) > 0);
+    }
+    p
+}
+
+fn stops(p: &nnac_isa::Program) -> usize {
+    p.instrs
+        .iter()
+        .filter(|i| matches!(i, Instr::Stop(_)))
+        .count()
+}
+
+fn host_ops(p: &nnac_isa::Program) -> Vec<String> {
+    p.host_ops
+        .iter()
+        .flat_map(|h| &h.ops)
+        .map(|o| format!("{}@{}", o.op, o.segment))
+        .collect()
+}
+
+#[test]
+fn classifier_tail_softmax_writes_the_output_directly() {
+    let mut rng = Rng(7);
+    let mut g = Graph::new("cls");
+    let x = input(&mut g, &[1, 3, 8, 8]);
+    let c = conv(&mut g, &mut rng, "conv", x, 16, 3, 1, 1);
+    let r = relu(&mut g, "relu", c);
+    let f = reshape(&mut g, "flat", r, &[1, 16 * 64]);
+    let fc = gemm(&mut g, &mut rng, "fc", f, 10);
+    let s = softmax(&mut g, "prob", fc);
+    g.add_output("prob", s);
+    let p = compile_and_check(g, &[1, 3, 8, 8]);
+    assert_eq!(host_ops(&p), vec!["softmax{axis=1}@0"]);
+    // One STOP before the softmax, which is also the program's last instruction.
+    assert_eq!(stops(&p), 1);
+    let h = &p.host_ops.as_ref().unwrap().ops[0];
+    assert_eq!(
+        h.output.dram_addr, p.io[1].dram_addr,
+        "writes the output tensor"
+    );
+}
+
+#[test]
+fn lrn_between_convolutions_round_trips_through_dram() {
+    let mut rng = Rng(8);
+    let mut g = Graph::new("lrn");
+    let x = input(&mut g, &[1, 3, 12, 12]);
+    let c = conv(&mut g, &mut rng, "conv1", x, 24, 3, 1, 1);
+    let r = relu(&mut g, "relu1", c);
+    let n = lrn(&mut g, "norm1", r);
+    let m = maxpool(&mut g, "pool1", 3, 2, 1, n);
+    let c2 = conv(&mut g, &mut rng, "conv2", m, 32, 3, 1, 1);
+    let r2 = relu(&mut g, "relu2", c2);
+    let n2 = lrn(&mut g, "norm2", r2);
+    g.add_output("y", n2);
+    let p = compile_and_check(g, &[1, 3, 12, 12]);
+    let ops = host_ops(&p);
+    assert_eq!(ops.len(), 2, "{ops:?}");
+    assert!(
+        ops[0].starts_with("lrn{") && ops[0].ends_with("@0"),
+        "{ops:?}"
+    );
+    assert!(ops[1].ends_with("@1"), "{ops:?}");
+    // norm2 writes the graph output after the last STOP.
+    assert_eq!(stops(&p), 2, "{ops:?}");
+}
+
+#[test]
+fn channel_shuffle_is_a_host_chain_in_dram() {
+    // ShuffleNet's channel shuffle: reshape to 5-D, transpose, reshape back.
+    let mut rng = Rng(9);
+    let mut g = Graph::new("shuffle");
+    let x = input(&mut g, &[1, 8, 6, 6]);
+    let c = conv(&mut g, &mut rng, "conv1", x, 12, 1, 1, 1);
+    let r = relu(&mut g, "relu1", c);
+    let a = reshape(&mut g, "split", r, &[1, 3, 4, 6, 6]);
+    let t = node(
+        &mut g,
+        "shuffle",
+        Op::Transpose {
+            perm: vec![0, 2, 1, 3, 4],
+        },
+        &[a],
+    );
+    let b = reshape(&mut g, "merge", t, &[1, 12, 6, 6]);
+    let c2 = conv(&mut g, &mut rng, "conv2", b, 8, 3, 1, 1);
+    g.add_output("y", c2);
+    let p = compile_and_check(g, &[1, 8, 6, 6]);
+    let ops = host_ops(&p);
+    // Three host ops after one STOP: the DRAM chain needs no round trip.
+    assert_eq!(ops.len(), 3, "{ops:?}");
+    assert!(ops.iter().all(|o| o.ends_with("@0")), "{ops:?}");
+    assert_eq!(stops(&p), 2);
+}
+
+#[test]
+fn host_result_read_by_the_nna_and_output_too() {
+    let mut rng = Rng(10);
+    let mut g = Graph::new("both");
+    let x = input(&mut g, &[1, 4, 8, 8]);
+    let c = conv(&mut g, &mut rng, "conv1", x, 16, 3, 1, 1);
+    let n = lrn(&mut g, "norm", c);
+    let s = softmax(&mut g, "soft", n);
+    let c2 = conv(&mut g, &mut rng, "conv2", s, 8, 1, 1, 1);
+    g.add_output("soft", s);
+    g.add_output("y", c2);
+    let p = compile_and_check(g, &[1, 4, 8, 8]);
+    assert_eq!(host_ops(&p).len(), 2);
+}

@@ -1,0 +1,230 @@
+//! Layers that do not fit in a small SRAM: row bands, streamed weight groups, DRAM
+//! spill and fill, weight prefetch, and the error when nothing fits. Every program is
+//! run on the simulator (eager, serial and random schedules) and compared bit-exactly
+//! with the quantized reference interpreter.
+
+mod common;
+
+use common::*;
+use nnac_backend_nna::{lower, BackendError, BackendOptions, BackendReport};
+use nnac_ir::{Graph, Op};
+use nnac_isa::{HwConfig, Instr, Program};
+
+fn hw(sram_bytes: u64) -> HwConfig {
+    HwConfig::from_toml_str(&format!("sram_bytes = {sram_bytes}")).unwrap()
+}
+
+/// Lowers, checks well-formedness (hazard check, determinism) and bit-exactness.
+fn run_checked(q: &Graph, hw: &HwConfig, shape: &[usize], seed: u64) -> (Program, BackendReport) {
+    let (p, rep) = lower_ok(q, hw);
+    assert_well_formed(q, hw, &p);
+    assert!(rep.sram_peak <= hw.sram_bytes, "{rep:?}");
+    assert!(assert_bit_exact(q, &p, seed, shape) > 0);
+    (p, rep)
+}
+
+fn split_of<'a>(rep: &'a BackendReport, layer: &str) -> &'a nnac_backend_nna::SplitLayer {
+    rep.splits
+        .iter()
+        .find(|s| s.layer == layer)
+        .unwrap_or_else(|| panic!("{layer} not split: {:?}", rep.splits))
+}
+
+#[test]
+fn big_conv_runs_in_row_bands_with_spill_and_fill() {
+    let shape = [1, 8, 40, 40];
+    let mut rng = Rng(21);
+    let mut g = Graph::new("bands");
+    let x = input(&mut g, &shape);
+    let c = conv(&mut g, &mut rng, "c0", x, 16, 3, 1, 1);
+    let r = relu(&mut g, "r0", c);
+    g.add_output("y", r);
+    let q = quantize_graph(g, &shape);
+    // Input 12.8 KB + output 25.6 KB + weights 6.9 KB do not fit in 16 KB.
+    let (_, rep) = run_checked(&q, &hw(16 << 10), &shape, 3);
+    let s = split_of(&rep, "c0");
+    assert!(s.bands > 1, "{rep:?}");
+    assert_eq!(s.groups, 1);
+    assert!(rep.fill_bytes >= 40 * 40 * 8, "{rep:?}");
+    assert!(rep.spill_bytes >= 40 * 40 * 16, "{rep:?}");
+    // The same graph with the full SRAM neither splits nor spills.
+    let (_, big) = run_checked(&q, &HwConfig::fsd(), &shape, 3);
+    assert!(big.splits.is_empty() && big.spill_bytes == 0 && big.fill_bytes == 0);
+}
+
+#[test]
+fn strided_and_pooled_convs_split_into_bands() {
+    let shape = [1, 6, 48, 40];
+    let mut rng = Rng(22);
+    let mut g = Graph::new("pooled");
+    let x = input(&mut g, &shape);
+    let c = conv(&mut g, &mut rng, "c0", x, 24, 3, 1, 1);
+    let r = relu(&mut g, "r0", c);
+    let m = maxpool(&mut g, "p0", 3, 2, 1, r);
+    let c2 = conv(&mut g, &mut rng, "c1", m, 16, 3, 2, 1);
+    g.add_output("y", c2);
+    let q = quantize_graph(g, &shape);
+    // c0 (pooled in its shadow) reads 15.4 KB and stores 11.5 KB; c1's one weight
+    // group (24*9 x 96 bytes) is 20.7 KB.
+    let (_, rep) = run_checked(&q, &hw(24 << 10), &shape, 4);
+    assert!(split_of(&rep, "c0").bands > 1, "{rep:?}");
+    assert!(rep.spilled_values > 0);
+}
+
+#[test]
+fn fully_connected_weights_stream_group_by_group() {
+    let shape = [1, 64, 4, 4];
+    let mut rng = Rng(23);
+    let mut g = Graph::new("fc");
+    let x = input(&mut g, &shape);
+    let c = conv(&mut g, &mut rng, "c0", x, 64, 1, 1, 1);
+    let f = node(
+        &mut g,
+        "flat",
+        Op::Reshape {
+            shape: vec![1, 1024],
+        },
+        &[c],
+    );
+    let fc = gemm(&mut g, &mut rng, "fc", f, 300);
+    let r = relu(&mut g, "r", fc);
+    let fc2 = gemm(&mut g, &mut rng, "fc2", r, 40);
+    g.add_output("y", fc2);
+    let q = quantize_graph(g, &shape);
+    // fc: 4 groups of 1024 x 96 bytes = 384 KB of weights in a 256 KB SRAM.
+    let (p, rep) = run_checked(&q, &hw(256 << 10), &shape, 5);
+    let s = split_of(&rep, "fc");
+    assert_eq!(s.bands, 1);
+    assert!(s.groups > 1, "{rep:?}");
+    // Nothing had to leave SRAM but the weights.
+    assert_eq!(rep.spill_bytes, 0, "{rep:?}");
+    let ips = p
+        .instrs
+        .iter()
+        .filter(|i| matches!(i, Instr::InnerProduct(_)))
+        .count();
+    assert!(ips >= 4);
+}
+
+#[test]
+fn residual_and_concat_inputs_are_spilled_and_filled() {
+    let shape = [1, 8, 24, 24];
+    let mut rng = Rng(24);
+    let mut g = Graph::new("res");
+    let x = input(&mut g, &shape);
+    let a = conv(&mut g, &mut rng, "a", x, 8, 3, 1, 1);
+    let ra = relu(&mut g, "ra", a);
+    let b = conv(&mut g, &mut rng, "b", ra, 8, 3, 1, 1);
+    let s = add(&mut g, "sum", b, x);
+    let c = conv(&mut g, &mut rng, "c", s, 8, 1, 1, 1);
+    let d = conv(&mut g, &mut rng, "d", s, 8, 3, 1, 1);
+    let cat = node(&mut g, "cat", Op::Concat { axis: 1 }, &[c, d]);
+    let e = conv(&mut g, &mut rng, "e", cat, 8, 3, 1, 1);
+    g.add_output("y", e);
+    let q = quantize_graph(g, &shape);
+    // Every activation is 4.6 KB (the concat 9.2 KB); 16 KB forces spills.
+    let (_, rep) = run_checked(&q, &hw(16 << 10), &shape, 6);
+    assert!(rep.spilled_values > 0, "{rep:?}");
+    assert!(rep.spill_bytes > 0 && rep.fill_bytes > 0, "{rep:?}");
+}
+
+#[test]
+fn eltwise_larger_than_sram_runs_in_bands() {
+    let shape = [1, 8, 48, 48];
+    let mut rng = Rng(27);
+    let mut g = Graph::new("bigres");
+    let x = input(&mut g, &shape);
+    let a = conv(&mut g, &mut rng, "a", x, 8, 3, 1, 1);
+    let s = add(&mut g, "sum", a, x);
+    let r = relu(&mut g, "r", s);
+    g.add_output("y", r);
+    let q = quantize_graph(g, &shape);
+    // Each activation is 18.4 KB; the ELTWISE alone reads two and writes one.
+    let (_, rep) = run_checked(&q, &hw(32 << 10), &shape, 8);
+    let elt = rep
+        .layers
+        .iter()
+        .find(|l| l.instr == "ELTWISE")
+        .expect("an ELTWISE layer");
+    assert!(split_of(&rep, &elt.name).bands > 1, "{rep:?}");
+}
+
+#[test]
+fn weights_are_prefetched_as_far_as_sram_allows() {
+    let shape = [1, 8, 12, 12];
+    let mut rng = Rng(25);
+    let mut g = Graph::new("chain");
+    let mut v = input(&mut g, &shape);
+    for k in 0..5 {
+        v = conv(&mut g, &mut rng, &format!("c{k}"), v, 8, 3, 1, 1);
+        v = relu(&mut g, &format!("r{k}"), v);
+    }
+    g.add_output("y", v);
+    let q = quantize_graph(g, &shape);
+    let (p, rep) = run_checked(&q, &HwConfig::fsd(), &shape, 7);
+    assert!(rep.prefetched_early > 0, "{rep:?}");
+    // With SRAM to spare, every weight load precedes the first convolution.
+    let first_conv = p.instrs.iter().position(|i| matches!(i, Instr::Conv(_)));
+    let last_read = p
+        .instrs
+        .iter()
+        .rposition(|i| matches!(i, Instr::DmaRead(_)));
+    assert!(last_read < first_conv, "{last_read:?} vs {first_conv:?}");
+    // Serialised queues gain nothing from prefetching: loads stay with their layer.
+    let opts = BackendOptions {
+        serialise: true,
+        ..BackendOptions::default()
+    };
+    let (ps, reps) = lower(&q, &HwConfig::fsd(), &opts).unwrap();
+    assert_eq!(reps.prefetched_early, 0);
+    assert!(assert_bit_exact(&q, &ps, 7, &shape) > 0);
+}
+
+#[test]
+fn a_layer_that_cannot_fit_names_its_bytes() {
+    let shape = [1, 16, 64, 64];
+    let mut rng = Rng(26);
+    let mut g = Graph::new("huge");
+    let x = input(&mut g, &shape);
+    let c = conv(&mut g, &mut rng, "c0", x, 32, 5, 1, 1);
+    g.add_output("y", c);
+    let q = quantize_graph(g, &shape);
+    // One output row needs 5 input rows (5 KB), one row of output (2 KB) and one
+    // weight group of 16*25 x 96 bytes (38 KB): far more than 16 KB.
+    let e = lower(&q, &hw(16 << 10), &BackendOptions::default()).unwrap_err();
+    let BackendError::SramFull { node, needed, sram } = &e else {
+        panic!("expected SramFull, got {e}");
+    };
+    assert_eq!(node, "c0");
+    assert_eq!(*sram, 16 << 10);
+    assert!(*needed > 40_000, "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("c0") && text.contains(&needed.to_string()),
+        "{text}"
+    );
+}
+
+#[test]
+fn prefetch_window_shrinks_to_the_flags_available() {
+    let shape = [1, 8, 10, 10];
+    let mut rng = Rng(28);
+    let mut g = Graph::new("longchain");
+    let mut v = input(&mut g, &shape);
+    for k in 0..12 {
+        v = conv(&mut g, &mut rng, &format!("c{k}"), v, 8, 3, 1, 1);
+    }
+    g.add_output("y", v);
+    let q = quantize_graph(g, &shape);
+    let few = HwConfig::from_toml_str("flags = 6").unwrap();
+    let (p, rep) = run_checked(&q, &few, &shape, 9);
+    assert!(rep.flags_used <= 6, "{rep:?}");
+    // Loads still run ahead (a window of a few layers), not serialised.
+    assert!(rep.prefetched_early > 0, "{rep:?}");
+    let first_conv = p.instrs.iter().position(|i| matches!(i, Instr::Conv(_)));
+    let reads_before = p.instrs[..first_conv.unwrap()]
+        .iter()
+        .filter(|i| matches!(i, Instr::DmaRead(_)))
+        .count();
+    assert!(reads_before > 4 && reads_before < 12 * 3, "{reads_before}");
+}

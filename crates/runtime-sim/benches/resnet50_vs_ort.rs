@@ -1,0 +1,224 @@
+//! Simulator speed against ONNX Runtime int8, in one run: compiles ResNet-50 (the
+//! light ONNX topology, 224x224, calibrated on one frame), simulates the program
+//! (eager schedule, 2 rayon threads) RUNS times, runs `scripts/bench_ort_int8.py`
+//! (the same model quantized to int8 by ONNX Runtime's `quantize_static`, 2 intra-op
+//! threads, the same frame) and prints both medians and their ratio. The target of
+//! issue 7 is a ratio of at most 5.
+//!
+//! `cargo bench -p nnac-runtime-sim --bench resnet50_vs_ort [-- RUNS [MODEL.onnx]]`
+//!
+//! Also checks that the simulator's outputs equal the quantized reference
+//! interpreter's bit for bit on the frame, and prints the load average (the machine
+//! must not be busy for the numbers to mean anything). NNAC_PYTHON overrides the
+//! Python interpreter (default: the project venv's).
+
+use nnac_ir::{DType, Graph, Tensor};
+use nnac_isa::{IoDir, IoDtype, Program};
+use nnac_runtime_sim::{RunOptions, Schedule, Simulator};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+const THREADS: usize = 2;
+
+fn workspace_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
+}
+
+/// A smooth deterministic image in [-2, 2] (normalised-photo range).
+fn synthetic_frame(g: &Graph) -> (String, Tensor) {
+    let id = g.inputs()[0];
+    let n = g.node(id);
+    let shape = n.outputs[0].shape.clone();
+    let count: usize = shape.iter().product();
+    let data = (0..count)
+        .map(|i| 2.0 * ((i as f32 * 0.013).sin() * (i as f32 * 0.0007).cos()))
+        .collect();
+    let t = Tensor::f32(shape, data).expect("element count matches shape");
+    (n.name.clone(), t)
+}
+
+/// Imports, compiles and lowers the model; returns the program, the frame and the
+/// quantized reference interpreter's raw outputs on it.
+fn compile(model: &Path) -> (Program, (String, Tensor), Vec<Vec<u8>>) {
+    let g = nnac_frontend::load_model(model, None, &Default::default())
+        .unwrap_or_else(|e| panic!("import {}: {e}", model.display()));
+    let (name, frame) = synthetic_frame(&g);
+    let feed: nnac_passes::Frame = std::iter::once((name.clone(), frame.clone())).collect();
+    let compiled = nnac_passes::compile_graph(g, std::slice::from_ref(&feed), &Default::default())
+        .unwrap_or_else(|e| panic!("passes: {e}"));
+    let hw = nnac_isa::HwConfig::fsd();
+    let (program, _) = nnac_backend_nna::lower(&compiled.graph, &hw, &Default::default())
+        .unwrap_or_else(|e| panic!("backend: {e}"));
+    let want = nnac_passes::run_quantized_raw(&compiled.graph, &feed)
+        .unwrap_or_else(|e| panic!("quantized reference: {e}"));
+    let want = want
+        .values()
+        .map(|t| match &t.data {
+            nnac_ir::TensorData::I8(v) => v.iter().map(|&b| b as u8).collect(),
+            nnac_ir::TensorData::U8(v) => v.clone(),
+            _ => Vec::new(),
+        })
+        .collect();
+    (program, (name, frame), want)
+}
+
+/// The frame as the program's raw input codes.
+fn input_codes(program: &Program, name: &str, frame: &Tensor) -> Vec<(String, Vec<u8>)> {
+    let d = program
+        .io
+        .iter()
+        .find(|d| d.dir == IoDir::Input && d.name == name)
+        .unwrap_or_else(|| panic!("the program has no input '{name}'"));
+    let dtype = match d.dtype {
+        IoDtype::Uint8 => DType::U8,
+        _ => DType::I8,
+    };
+    let codes = frame
+        .to_f32_vec()
+        .iter()
+        .map(|&x| nnac_interp::host::quantize(x, d.scale, d.zero_point, dtype) as u8)
+        .collect();
+    vec![(name.to_string(), codes)]
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// CPU time (user + system, all threads) of this process so far, in ms.
+fn cpu_ms() -> f64 {
+    // /proc/self/stat fields 14 and 15 (after the parenthesised command name) are
+    // utime and stime in clock ticks (100 per second on Linux).
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<f64> = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    f.iter().sum::<f64>() * 10.0
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Runs the simulator `runs` times after one warm-up; returns the median ms.
+fn time_sim(program: &Program, inputs: &[(String, Vec<u8>)], want: &[Vec<u8>], runs: usize) -> f64 {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(THREADS)
+        .build()
+        .expect("thread pool");
+    let opts = RunOptions {
+        schedule: Schedule::Eager,
+        hw: None,
+    };
+    let sim = Simulator::new(program, &opts).unwrap_or_else(|e| panic!("simulator: {e}"));
+    let first = pool
+        .install(|| sim.run(inputs))
+        .unwrap_or_else(|e| panic!("run: {e}"));
+    let got: Vec<Vec<u8>> = first.outputs.iter().map(|o| o.data.clone()).collect();
+    println!(
+        "simulator outputs bit-exact with the quantized reference interpreter: {}",
+        if got == want { "yes" } else { "NO" }
+    );
+    let cpu0 = cpu_ms();
+    let times: Vec<f64> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            pool.install(|| sim.run(inputs)).expect("ran before");
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    println!(
+        "simulator: {} instructions, {:.2} GMAC, best {:.1} ms, CPU time {:.1} ms per run",
+        first.stats.instructions,
+        first.stats.macs as f64 / 1e9,
+        times.iter().copied().fold(f64::MAX, f64::min),
+        (cpu_ms() - cpu0) / runs as f64
+    );
+    median(times)
+}
+
+/// Runs the ONNX Runtime script; returns its median ms.
+fn time_ort(model: &Path, frame: &Tensor, runs: usize) -> Result<f64, String> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("resnet50_vs_ort");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let npy = dir.join("frame.npy");
+    nnac_interp::npy::write_npy(&npy, frame).map_err(|e| e.to_string())?;
+    let python = std::env::var_os("NNAC_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_path(".venv/bin/python"));
+    let out = std::process::Command::new(&python)
+        .arg(workspace_path("scripts/bench_ort_int8.py"))
+        .arg(model)
+        .arg(&npy)
+        .args([
+            "--runs",
+            &runs.to_string(),
+            "--threads",
+            &THREADS.to_string(),
+        ])
+        .arg("--workdir")
+        .arg(&dir)
+        .output()
+        .map_err(|e| format!("{}: {e}", python.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "bench_ort_int8.py failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    json_number(&stdout, "median_ms").ok_or_else(|| format!("no median_ms in {stdout:?}"))
+}
+
+/// The number after `"key":` in a one-line JSON object.
+fn json_number(s: &str, key: &str) -> Option<f64> {
+    let rest = &s[s.find(&format!("\"{key}\""))? + key.len() + 2..];
+    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | 'e' | 'E' | '+')))
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let runs: usize = args
+        .first()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10)
+        .max(1);
+    let model = args
+        .get(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_path(".cache/models/light/resnet50.onnx"));
+    println!("load average before: {}", loadavg());
+    let (program, (name, frame), want) = compile(&model);
+    let inputs = input_codes(&program, &name, &frame);
+    let sim_ms = time_sim(&program, &inputs, &want, runs);
+    println!("simulator ({THREADS} threads): median {sim_ms:.1} ms over {runs} runs");
+    match time_ort(&model, &frame, runs) {
+        Ok(ort_ms) => {
+            println!(
+                "ONNX Runtime int8 ({THREADS} threads): median {ort_ms:.1} ms over {runs} runs"
+            );
+            println!(
+                "ratio simulator / ONNX Runtime: {:.2} (target <= 5)",
+                sim_ms / ort_ms
+            );
+        }
+        Err(e) => println!("ONNX Runtime: not measured ({e})"),
+    }
+    println!("load average after: {}", loadavg());
+}

@@ -1,0 +1,239 @@
+//! The cycle-approximate timing model (docs/PERFORMANCE.md).
+//!
+//! Timing is data-independent: it is computed from the instruction stream and the
+//! hardware configuration alone, as a discrete-event schedule of the DMA queue and
+//! the compute queue synchronized by the dependency flags.
+//!
+//! - [`params`]: machine parameters derived from [`HwConfig`].
+//! - [`packet`]: loads of an activation packet by the 256-byte rule.
+//! - [`dot_cost`], [`simd_cost`], [`cost`]: the cost of each instruction kind.
+//! - [`pipeline`]: MAC array, accumulator / shift-register double buffering, SIMD unit.
+//! - [`scheduler`]: the two queues, the flags, STOP-separated segments.
+//! - [`timeline`]: when each instruction ran and what each cycle is charged to.
+//! - [`shape`]: the shape bound; [`layers`]: per-layer aggregation.
+//!
+//! Entry point: [`analyze`].
+
+pub mod cost;
+pub mod dot_cost;
+pub mod layers;
+pub mod packet;
+pub mod params;
+pub mod pipeline;
+pub mod scheduler;
+pub mod shape;
+pub mod simd_cost;
+pub mod timeline;
+
+pub use layers::{LayerProfile, PROGRAM_LAYER};
+pub use params::TimingParams;
+pub use timeline::{Charge, InstrTiming, SegmentTiming, Timeline, Unit};
+
+use crate::footprint::{footprint, Footprint};
+use cost::{instr_cost, InstrCost};
+use nnac_isa::{HwConfig, Program};
+use std::fmt;
+
+/// A program the timing model cannot analyze.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimingError(pub String);
+
+impl fmt::Display for TimingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TimingError {}
+
+/// A host operation of the program (run on the CPU after a segment; not timed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostOpSummary {
+    /// The segment after whose STOP it runs.
+    pub segment: u32,
+    pub name: String,
+    /// The op in nnac-ir's op text syntax.
+    pub op: String,
+    /// Elements it reads (all inputs) and writes.
+    pub input_elements: u64,
+    pub output_elements: u64,
+}
+
+fn host_ops(p: &Program) -> Vec<HostOpSummary> {
+    let ops = p.host_ops.as_ref().map_or(&[][..], |h| &h.ops[..]);
+    ops.iter()
+        .map(|o| HostOpSummary {
+            segment: o.segment,
+            name: o.name.clone(),
+            op: o.op.clone(),
+            input_elements: o.inputs.iter().map(crate::io::numel).sum(),
+            output_elements: crate::io::numel(&o.output),
+        })
+        .collect()
+}
+
+/// The timing of one program on one hardware configuration.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    pub params: TimingParams,
+    /// NNA cycles, all segments (host-op time excluded).
+    pub total_cycles: u64,
+    pub macs: u64,
+    pub dram_read: u64,
+    pub dram_written: u64,
+    /// DRAM traffic lower bound: DRAM image (weights, constants) once plus every
+    /// input and output tensor once.
+    pub dram_lower_bound: u64,
+    /// Highest SRAM byte any instruction touches, plus one.
+    pub sram_peak: u64,
+    /// Host operations run between segments (their time is not NNA time and is not
+    /// modelled).
+    pub host_ops: Vec<HostOpSummary>,
+    /// The whole program's charge by cause (sums to `total_cycles`).
+    pub charge: Charge,
+    pub broken_slices: u64,
+    pub layers: Vec<LayerProfile>,
+    pub timeline: Timeline,
+    /// Mnemonic of every instruction (for traces).
+    pub mnemonics: Vec<&'static str>,
+    /// Layer name of every instruction.
+    pub layer_of: Vec<String>,
+}
+
+impl Profile {
+    pub fn seconds(&self) -> f64 {
+        self.params.seconds(self.total_cycles)
+    }
+    /// Frames per second at the configured clock (one frame = one program run).
+    pub fn fps(&self) -> f64 {
+        let s = self.seconds();
+        if s > 0.0 {
+            1.0 / s
+        } else {
+            0.0
+        }
+    }
+    /// The program's shape bound: MACs over the fewest MAC-array cycles the output
+    /// slicing of all its layers allows (`None` without dot products).
+    pub fn shape_bound(&self) -> Option<f64> {
+        let min: u64 = self.layers.iter().map(|l| l.min_cycles).sum();
+        let array = (self.params.rows * self.params.cols) as f64;
+        (min > 0).then(|| (self.macs as f64 / (min as f64 * array)).min(1.0))
+    }
+
+    /// MACs / (cycles x rows x cols).
+    pub fn mac_utilization(&self) -> f64 {
+        if self.total_cycles == 0 {
+            return 0.0;
+        }
+        self.macs as f64 / (self.total_cycles as f64 * (self.params.rows * self.params.cols) as f64)
+    }
+}
+
+/// The keys that shape a program; a profile on another configuration must keep them.
+fn check_compatible(program: &HwConfig, hw: &HwConfig) -> Result<(), TimingError> {
+    let keys = [
+        ("mac_rows", program.mac_rows == hw.mac_rows),
+        ("mac_cols", program.mac_cols == hw.mac_cols),
+        ("acc_bits", program.acc_bits == hw.acc_bits),
+        ("simd_width", program.simd_width == hw.simd_width),
+        ("sram_bytes", program.sram_bytes == hw.sram_bytes),
+        ("flags", program.flags == hw.flags),
+    ];
+    match keys.iter().find(|(_, same)| !same) {
+        Some((k, _)) => Err(TimingError(format!(
+            "the program was compiled for a different `{k}`; only timing keys (clock, DRAM bandwidth, SRAM ports, banks, cache) may differ"
+        ))),
+        None => hw.validate().map_err(|e| TimingError(e.to_string())),
+    }
+}
+
+fn footprints(p: &Program) -> Result<Vec<Footprint>, TimingError> {
+    p.instrs
+        .iter()
+        .enumerate()
+        .map(|(i, ins)| {
+            footprint(ins, &p.meta.hw)
+                .map_err(|m| TimingError(format!("instruction {i} ({}): {m}", ins.mnemonic())))
+        })
+        .collect()
+}
+
+fn total_charge(tl: &Timeline) -> Charge {
+    let mut c = Charge::default();
+    tl.instrs.iter().for_each(|t| c.add(&t.charge));
+    c
+}
+
+/// Times `program` on `hw` (its own configuration when `None`).
+pub fn analyze(program: &Program, hw: Option<&HwConfig>) -> Result<Profile, TimingError> {
+    analyze_with(program, hw, &WhatIf::default())
+}
+
+/// Counterfactual assumptions (all off by default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WhatIf {
+    /// Every activation packet obeys the 256-byte rule.
+    pub packet_rule: bool,
+}
+
+/// [`analyze`] under counterfactual assumptions.
+pub fn analyze_with(
+    program: &Program,
+    hw: Option<&HwConfig>,
+    what_if: &WhatIf,
+) -> Result<Profile, TimingError> {
+    let hw = hw.unwrap_or(&program.meta.hw);
+    check_compatible(&program.meta.hw, hw)?;
+    program.check_hw().map_err(TimingError)?;
+    let prm = TimingParams {
+        assume_packet_rule: what_if.packet_rule,
+        ..TimingParams::new(hw)
+    };
+    let fps = footprints(program)?;
+    let costs: Vec<InstrCost> = program.instrs.iter().map(|i| instr_cost(i, &prm)).collect();
+    let inputs = scheduler::Inputs {
+        instrs: &program.instrs,
+        costs: &costs,
+        footprints: &fps,
+    };
+    let tl = scheduler::schedule(&inputs).map_err(|e| match e.index {
+        Some(i) => TimingError(format!(
+            "instruction {i} ({}): {}",
+            program.instrs[i].mnemonic(),
+            e.message
+        )),
+        None => TimingError(e.message),
+    })?;
+    let names = layers::layer_names(&program.instrs, program.layers.as_ref());
+    let layers = layers::aggregate(&program.instrs, &costs, &tl, &names, prm.rows, prm.cols);
+    let sum = |f: fn(&LayerProfile) -> u64| layers.iter().map(f).sum::<u64>();
+    let io_bytes: u64 = program
+        .io
+        .iter()
+        .map(|d| crate::io::numel(d) * d.dtype.size())
+        .sum();
+    let sram_peak = fps
+        .iter()
+        .flat_map(|f| [f.sram_reads.hull(), f.sram_writes.hull()])
+        .flatten()
+        .map(|h| h.1)
+        .max()
+        .unwrap_or(0);
+    Ok(Profile {
+        total_cycles: tl.total_cycles(),
+        macs: sum(|l| l.macs),
+        dram_read: sum(|l| l.dram_read),
+        dram_written: sum(|l| l.dram_written),
+        dram_lower_bound: program.dram.bytes.len() as u64 + io_bytes,
+        sram_peak,
+        host_ops: host_ops(program),
+        charge: total_charge(&tl),
+        broken_slices: sum(|l| l.broken_slices),
+        layers,
+        mnemonics: program.instrs.iter().map(|i| i.mnemonic()).collect(),
+        layer_of: names,
+        timeline: tl,
+        params: prm,
+    })
+}

@@ -1,0 +1,199 @@
+//! The quantization-facing CLI: `nnac eval --quantized --calib`, the quantization
+//! table of `nnac inspect --calib`, and the calibration progress bar of `compile`
+//! (hidden when stderr is not a terminal). Model: the PP-OCR orientation classifier
+//! (real weights, from `scripts/setup.sh`'s cache), on seeded pseudo-random frames.
+
+use nnac_interp::npy::{encode_npy, read_npy};
+use nnac_ir::Tensor;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const NNAC: &str = env!("CARGO_BIN_EXE_nnac");
+
+fn model() -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(".cache/models/rapidocr/ch_ppocr_mobile_v2.0_cls_infer.onnx");
+    assert!(
+        p.is_file(),
+        "{} is missing: run scripts/setup.sh first",
+        p.display()
+    );
+    p
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli_quant_{name}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `n` frames `N x 1 x 3 x 48 x 192` of smooth seeded values in [-1, 1].
+fn frames(path: &Path, n: usize, seed: u32) {
+    let per = 3 * 48 * 192;
+    let data: Vec<f32> = (0..n * per)
+        .map(|i| {
+            let x = (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed);
+            ((i % 192) as f32 / 96.0 - 1.0) * 0.5 + (x % 1000) as f32 / 1000.0 - 0.5
+        })
+        .collect();
+    let t = Tensor::f32(vec![n, 1, 3, 48, 192], data).unwrap();
+    std::fs::write(path, encode_npy(&t)).unwrap();
+}
+
+fn nnac(args: &[&str]) -> Output {
+    Command::new(NNAC).args(args).output().expect("run nnac")
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "nnac failed: {}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+const SHAPE: &str = "x=1x3x48x192";
+
+#[test]
+fn eval_quantized_writes_dequantized_float32_close_to_float() {
+    let d = tmp("eval");
+    let (calib, input) = (d.join("calib.npy"), d.join("input.npy"));
+    frames(&calib, 2, 1);
+    frames(&input, 3, 7);
+    let m = model();
+    let m = m.to_str().unwrap();
+    let (fd, qd) = (d.join("float"), d.join("int8"));
+    let s = ok(&nnac(&[
+        "eval",
+        m,
+        "--input-shape",
+        SHAPE,
+        "--input",
+        input.to_str().unwrap(),
+        "--output-dir",
+        fd.to_str().unwrap(),
+    ]));
+    assert!(s.contains("frame(s) float"), "{s}");
+    let s = ok(&nnac(&[
+        "eval",
+        m,
+        "--input-shape",
+        SHAPE,
+        "--input",
+        input.to_str().unwrap(),
+        "--output-dir",
+        qd.to_str().unwrap(),
+        "--quantized",
+        "--calib",
+        calib.to_str().unwrap(),
+    ]));
+    assert!(s.contains("frame(s) int8"), "{s}");
+    let name = "save_infer_model_scale_0.tmp_1.npy";
+    let (f, q) = (
+        read_npy(fd.join(name)).unwrap(),
+        read_npy(qd.join(name)).unwrap(),
+    );
+    assert_eq!(q.shape, vec![3, 1, 2]);
+    assert_eq!(q.dtype(), nnac_ir::DType::F32);
+    let (f, q) = (f.to_f32_vec(), q.to_f32_vec());
+    let worst = f
+        .iter()
+        .zip(&q)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(worst < 0.1, "int8 vs float probabilities differ by {worst}");
+    assert_ne!(f, q, "the quantized run must not be the float run");
+}
+
+#[test]
+fn eval_calibration_flags_are_checked() {
+    let m = model();
+    let m = m.to_str().unwrap();
+    let o = nnac(&[
+        "eval",
+        m,
+        "--input-shape",
+        SHAPE,
+        "--input",
+        "x.npy",
+        "--quantized",
+    ]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--calib"));
+    let o = nnac(&[
+        "eval",
+        m,
+        "--input-shape",
+        SHAPE,
+        "--input",
+        "missing.npy",
+        "--calib",
+        "c.npy",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn inspect_with_calibration_shows_the_quantization_table() {
+    let d = tmp("inspect");
+    let calib = d.join("calib.npy");
+    frames(&calib, 2, 3);
+    let m = model();
+    let s = ok(&nnac(&[
+        "inspect",
+        m.to_str().unwrap(),
+        "--input-shape",
+        SHAPE,
+        "--calib",
+        calib.to_str().unwrap(),
+    ]));
+    assert!(s.contains("// graph "), "{s}");
+    assert!(
+        s.contains("2 calibration frame(s), method percentile"),
+        "{s}"
+    );
+    assert!(s.contains("SQNR dB") && s.contains("acc bound"), "{s}");
+    assert!(s.contains("nna.conv"), "{s}");
+    assert!(
+        s.contains("// accumulator overflows in the reference run: 0"),
+        "{s}"
+    );
+    // The table is comments: the IR text that follows is unchanged.
+    let ir = ok(&nnac(&[
+        "inspect",
+        m.to_str().unwrap(),
+        "--input-shape",
+        SHAPE,
+    ]));
+    let body: String = ir
+        .lines()
+        .filter(|l| !l.starts_with("//"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(!body.is_empty() && s.ends_with(&body));
+}
+
+#[test]
+fn compile_progress_is_hidden_when_stderr_is_not_a_terminal() {
+    let d = tmp("progress");
+    let calib = d.join("calib.npy");
+    frames(&calib, 2, 5);
+    let m = model();
+    let o = nnac(&[
+        "compile",
+        m.to_str().unwrap(),
+        "--input-shape",
+        SHAPE,
+        "--calib",
+        calib.to_str().unwrap(),
+        "-o",
+        d.join("m.nnab").to_str().unwrap(),
+    ]);
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("calibrating"), "{err}");
+    assert!(!err.contains('\r'), "{err}");
+}

@@ -1,0 +1,268 @@
+//! int8 accuracy targets of issue 5 on real models and real images that are not the
+//! calibration set (float = nnac's float interpreter on the imported graph; int8 =
+//! `nnac_passes::run_quantized` on the compiled graph, default options):
+//!
+//! - PP-OCR orientation classifier: text-line crops of page.png and text.png, each
+//!   also rotated 180 degrees (scripts/make_ocr_crops.py), calibrated on synthetic
+//!   text lines: int8 predicts float's class on >= 99% of crops.
+//! - open_nsfw (Caffe): |p_int8 - p_float| <= 0.02 on photographs, calibrated on other
+//!   photographs.
+//! - PP-OCRv4 detector: mean text-mask IoU (probability > 0.3) between int8 and float
+//!   at least ONNX Runtime's quantize_static (per-channel, same calibration frames,
+//!   same percentile method; scripts/ort_quantize.py) on the same test frames.
+//!
+//! Two of the targets are NOT met yet (docs/QUANTIZATION.md, issue 5): measured
+//! 89.6% classifier agreement and 0.0258 worst open_nsfw difference. Those two tests
+//! print the target and assert the measured level as a regression floor
+//! (`CLS_FLOOR`, `NSFW_CEILING`); raise them to the targets when the quantizer gets
+//! there. The detector test asserts its target.
+//!
+//! Needs the cache and venv of `scripts/setup.sh`; fails (never skips) without them.
+
+/// Classifier agreement measured on 2026-11-22 (398/444); the target is 0.99.
+const CLS_FLOOR: f64 = 0.89;
+/// Worst open_nsfw |p_int8 - p_float| measured on 2026-11-22; the target is 0.02.
+const NSFW_CEILING: f32 = 0.026;
+
+use nnac_frontend::ImportOptions;
+use nnac_ir::{Graph, Tensor};
+use nnac_passes::{Frame, PassOptions};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn need(p: PathBuf) -> PathBuf {
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/setup.sh first",
+        p.display()
+    );
+    p
+}
+
+fn python() -> PathBuf {
+    need(root().join(".venv/bin/python"))
+}
+
+fn run_ok(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("spawn");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The OCR frames of scripts/make_ocr_crops.py (deterministic; regenerated each run,
+/// about 2 s) in `.cache/quant-ocr`.
+fn ocr_data() -> PathBuf {
+    static ONCE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ONCE.get_or_init(|| {
+        let dir = root().join(".cache/quant-ocr");
+        run_ok(
+            Command::new(python())
+                .arg(root().join("scripts/make_ocr_crops.py"))
+                .arg(&dir),
+        );
+        dir
+    })
+    .clone()
+}
+
+/// Frames of an `N x 1 x C x H x W` .npy, each as input `x`.
+fn npy_frames(path: &Path) -> Vec<Frame> {
+    let t = nnac_interp::npy::read_npy(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let shape = t.shape[1..].to_vec();
+    let per: usize = shape.iter().product();
+    let data = t.to_f32_vec();
+    data.chunks_exact(per)
+        .map(|c| frame("x", Tensor::f32(shape.clone(), c.to_vec()).unwrap()))
+        .collect()
+}
+
+fn frame(name: &str, t: Tensor) -> Frame {
+    [(name.to_string(), t)].into_iter().collect()
+}
+
+fn onnx_model(file: &str, shape: &[usize]) -> Graph {
+    let path = need(root().join(".cache/models/rapidocr").join(file));
+    let opts = ImportOptions {
+        input_shapes: [("x".to_string(), shape.to_vec())].into_iter().collect(),
+    };
+    nnac_frontend::load_model(&path, None, &opts).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+/// Compiles (fold, fuse, calibrate, quantize) with the default options.
+fn quantize(g: &Graph, calib: &[Frame]) -> Graph {
+    let c = nnac_passes::compile_graph(g.clone(), calib, &PassOptions::default())
+        .unwrap_or_else(|e| panic!("compile: {e}"));
+    assert_eq!(c.report.acc_overflows, 0, "accumulator overflows");
+    c.graph
+}
+
+/// The single output of `g` on `f` (float) and of `q` (int8, dequantized).
+fn float_and_int8(g: &Graph, q: &Graph, f: &Frame) -> (Vec<f32>, Vec<f32>) {
+    let fo = nnac_interp::run_float(g, f).expect("float run");
+    let qo = nnac_passes::run_quantized(q, f).expect("int8 run");
+    assert_eq!(fo.len(), 1);
+    let (name, ft) = fo.into_iter().next().unwrap();
+    (ft.to_f32_vec(), qo[&name].to_f32_vec())
+}
+
+fn argmax(v: &[f32]) -> usize {
+    (0..v.len()).fold(0, |b, i| if v[i] > v[b] { i } else { b })
+}
+
+#[test]
+fn ppocr_classifier_int8_agreement_target_99_percent_holds_measured_floor() {
+    let dir = ocr_data();
+    let g = onnx_model("ch_ppocr_mobile_v2.0_cls_infer.onnx", &[1, 3, 48, 192]);
+    let q = quantize(&g, &npy_frames(&dir.join("cls_calib.npy")));
+    let test = npy_frames(&dir.join("cls_test.npy"));
+    assert!(test.len() >= 100, "only {} crops", test.len());
+    let mut agree = 0;
+    let mut worst = 0f32;
+    for f in &test {
+        let (fp, qp) = float_and_int8(&g, &q, f);
+        agree += usize::from(argmax(&fp) == argmax(&qp));
+        worst = worst.max((fp[0] - qp[0]).abs());
+    }
+    let rate = agree as f64 / test.len() as f64;
+    println!(
+        "PP-OCR cls: int8 = float class on {agree}/{} crops ({:.2}%), max |dp| {worst:.4}",
+        test.len(),
+        rate * 100.0
+    );
+    println!(
+        "classifier agreement {:.2}% (target 99%: {})",
+        rate * 100.0,
+        if rate >= 0.99 { "met" } else { "NOT met" }
+    );
+    assert!(
+        rate >= CLS_FLOOR,
+        "agreement {:.2}% fell below the measured floor {:.0}%",
+        rate * 100.0,
+        CLS_FLOOR * 100.0
+    );
+}
+
+/// open_nsfw's preprocessing: 224x224, BGR, minus the Caffe mean 104,117,123.
+fn nsfw_frame(image: &str) -> Frame {
+    let path = need(root().join(".cache/models/images").join(image));
+    let img = image::ImageReader::open(&path)
+        .and_then(|r| r.with_guessed_format())
+        .expect("open")
+        .decode()
+        .unwrap_or_else(|e| panic!("{image}: {e}"))
+        .to_rgb8();
+    let img = image::imageops::resize(&img, 224, 224, image::imageops::FilterType::Triangle);
+    let mean = [104.0, 117.0, 123.0];
+    let mut x = vec![0f32; 3 * 224 * 224];
+    for (px, py, p) in img.enumerate_pixels() {
+        for c in 0..3 {
+            x[(c * 224 + py as usize) * 224 + px as usize] = f32::from(p[2 - c]) - mean[c];
+        }
+    }
+    frame("data", Tensor::f32(vec![1, 3, 224, 224], x).unwrap())
+}
+
+#[test]
+fn open_nsfw_int8_probability_target_0_02_holds_measured_ceiling() {
+    let dir = root().join(".cache/models/nsfw");
+    let g = nnac_frontend::caffe::import_files(
+        &need(dir.join("deploy.prototxt")),
+        Some(&need(dir.join("resnet_50_1by2_nsfw.caffemodel"))),
+        &ImportOptions::default(),
+    )
+    .expect("import open_nsfw");
+    let calib: Vec<Frame> = [
+        "brick.png",
+        "coins.png",
+        "grass.png",
+        "hubble_deep_field.jpg",
+        "motorcycle_right.png",
+        "retina.jpg",
+    ]
+    .iter()
+    .map(|i| nsfw_frame(i))
+    .collect();
+    let q = quantize(&g, &calib);
+    let mut worst = 0f32;
+    for image in [
+        "astronaut.png",
+        "chelsea.png",
+        "coffee.png",
+        "rocket.jpg",
+        "horse.png",
+    ] {
+        let (fp, qp) = float_and_int8(&g, &q, &nsfw_frame(image));
+        let d = (fp[1] - qp[1]).abs();
+        println!(
+            "open_nsfw {image}: p_float {:.4} p_int8 {:.4} |diff| {d:.4}",
+            fp[1], qp[1]
+        );
+        worst = worst.max(d);
+    }
+    println!(
+        "open_nsfw max |p_int8 - p_float| = {worst:.4} (target 0.02: {})",
+        if worst <= 0.02 { "met" } else { "NOT met" }
+    );
+    assert!(
+        worst <= NSFW_CEILING,
+        "max |p_int8 - p_float| = {worst:.4} rose above the measured {NSFW_CEILING}"
+    );
+}
+
+fn mask_iou(a: &[f32], b: &[f32], t: f32) -> f64 {
+    let (mut inter, mut union) = (0usize, 0usize);
+    for (&x, &y) in a.iter().zip(b) {
+        inter += usize::from(x > t && y > t);
+        union += usize::from(x > t || y > t);
+    }
+    if union == 0 {
+        1.0
+    } else {
+        inter as f64 / union as f64
+    }
+}
+
+#[test]
+fn ppocr_detector_int8_mask_iou_at_least_onnx_runtime() {
+    let dir = ocr_data();
+    let (calib_npy, test_npy) = (dir.join("det_calib.npy"), dir.join("det_test.npy"));
+    let test = npy_frames(&test_npy);
+    let shape = test[0]["x"].shape.clone();
+    let model = "ch_PP-OCRv4_det_infer.onnx";
+    let g = onnx_model(model, &shape);
+    let q = quantize(&g, &npy_frames(&calib_npy));
+    let mut ious = Vec::new();
+    for f in &test {
+        let (fp, qp) = float_and_int8(&g, &q, f);
+        assert!(
+            fp.iter().filter(|&&p| p > 0.3).count() > 100,
+            "the float detector finds no text in a test frame"
+        );
+        ious.push(mask_iou(&fp, &qp, 0.3));
+    }
+    let ours = ious.iter().sum::<f64>() / ious.len() as f64;
+    let ort_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("quant_accuracy_ort");
+    let line = run_ok(
+        Command::new(python())
+            .arg(root().join("scripts/ort_quantize.py"))
+            .arg(need(root().join(".cache/models/rapidocr").join(model)))
+            .args([&calib_npy, &test_npy, &ort_dir])
+            .args(["--method", "percentile", "--percentile", "99.99"]),
+    );
+    let ort: serde_json::Value =
+        serde_json::from_str(line.lines().last().expect("ort_quantize output")).expect("json");
+    let theirs = ort["mean_mask_iou"].as_f64().expect("mean_mask_iou");
+    println!("PP-OCRv4 det mask IoU: nnac {ious:?} mean {ours:.4}; ONNX Runtime {ort}");
+    assert!(
+        ours >= theirs,
+        "nnac's int8 mask IoU {ours:.4} is below ONNX Runtime's {theirs:.4}"
+    );
+}
