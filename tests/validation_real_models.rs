@@ -353,13 +353,16 @@ fn every_real_model_compiles_runs_bit_exact_and_is_profiled() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let rows: Vec<Row> = cases().iter().map(|c| validate(c, &dir)).collect();
-    println!(
-        "\n{:<14} {:>10} {:>11} {:>9} {:>14} {:>6}  result",
+    // Written to stderr directly (not through print!), so the table shows in the
+    // test command's output even when the test passes.
+    let mut table = String::new();
+    table.push_str(&format!(
+        "\n{:<14} {:>10} {:>11} {:>9} {:>14} {:>6}  result\n",
         "model", "compile s", "program KB", "SQNR dB", "cycles", "util"
-    );
+    ));
     for r in &rows {
-        println!(
-            "{:<14} {:>10.2} {:>11} {:>9.1} {:>14} {:>5.1}%  {}",
+        table.push_str(&format!(
+            "{:<14} {:>10.2} {:>11} {:>9.1} {:>14} {:>5.1}%  {}\n",
             r.name,
             r.compile_s,
             r.program_kb,
@@ -371,8 +374,10 @@ fn every_real_model_compiles_runs_bit_exact_and_is_profiled() {
             } else {
                 r.misses.join("; ")
             }
-        );
+        ));
     }
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_all(table.as_bytes());
     let failed: Vec<&str> = rows
         .iter()
         .filter(|r| !r.misses.is_empty())
