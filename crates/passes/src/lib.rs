@@ -30,6 +30,7 @@ pub mod lower_scale;
 pub mod mark_host;
 pub mod normalize_gemm;
 pub mod remove_identity;
+pub mod sink_pool;
 
 pub use ctx::{Fused, PassCtx, Rewrite};
 pub use error::PassError;

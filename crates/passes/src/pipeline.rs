@@ -12,7 +12,7 @@ use crate::report::{self, HostOpEntry, Report};
 use crate::{
     fold_batchnorm, fold_constants, fold_hardswish, fold_scale_bias, fuse_dot, fuse_eltwise,
     lower_concat, lower_pools, lower_scale, mark_host, normalize_gemm, quant, remove_identity,
-    PassError, PassOptions,
+    sink_pool, PassError, PassOptions,
 };
 use nnac_ir::Graph;
 use std::time::Instant;
@@ -27,7 +27,7 @@ pub struct Pass {
 }
 
 /// Folding on the float graph; the result is the graph calibration runs on.
-pub const FLOAT_PASSES: [Pass; 7] = [
+pub const FLOAT_PASSES: [Pass; 8] = [
     Pass {
         name: "remove_identity",
         run: remove_identity::remove_identity,
@@ -55,6 +55,10 @@ pub const FLOAT_PASSES: [Pass; 7] = [
     Pass {
         name: "lower_pools",
         run: lower_pools::lower_pools,
+    },
+    Pass {
+        name: "sink_pool_into_concat",
+        run: sink_pool::sink_pool_into_concat,
     },
 ];
 

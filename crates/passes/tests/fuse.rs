@@ -179,3 +179,56 @@ fn constant_first_scale_after_a_fused_activation_is_a_scale_op() {
         panic!()
     };
 }
+
+/// Two relu'd convolutions concatenated and max-pooled (an Inception stage boundary).
+fn concat_then_pool(extra_reader: bool) -> Graph {
+    let mut rng = Rng(31);
+    let mut g = Graph::new("catpool");
+    let x = input(&mut g, &[1, 3, 9, 9]);
+    let a = conv(&mut g, &mut rng, "a", x, 5, 1, 1, 1);
+    let ra = relu(&mut g, "ra", a);
+    let b = conv(&mut g, &mut rng, "b", x, 7, 3, 1, 1);
+    let rb = relu(&mut g, "rb", b);
+    let cat = node(&mut g, "cat", Op::Concat { axis: 1 }, &[ra, rb]);
+    let p = pool(&mut g, "pool", PoolKind::Max, 3, 2, 1, cat);
+    out(&mut g, p);
+    if extra_reader {
+        g.add_output("cat_too", cat);
+    }
+    g
+}
+
+#[test]
+fn pool_after_concat_runs_in_each_producers_pooling_unit() {
+    let g = concat_then_pool(false);
+    let mut moved = g.clone();
+    run_passes(&mut moved, &FLOAT_PASSES, &PassOptions::default()).unwrap();
+    let mut rng = Rng(32);
+    let frames: Vec<_> = (0..3).map(|_| frame(&mut rng, &[1, 3, 9, 9])).collect();
+    // Exact: pooling is per channel, so it commutes with the channel concatenation.
+    assert_equivalent(&g, &moved, &frames, 0.0);
+    let f = fuse(&g);
+    assert_eq!(mnemonics(&f), vec!["nna.concat", "nna.conv", "nna.conv"]);
+    for name in ["a", "b"] {
+        let NnaOp::Dot(d) = nna(&f, name) else {
+            panic!("{name} is not a dot op")
+        };
+        assert_eq!(
+            d.pool.as_ref().map(|p| (p.kind, p.kernel, p.strides)),
+            Some((PoolKind::Max, [3, 3], [2, 2])),
+            "{name}"
+        );
+    }
+    let cat = f.find("cat").unwrap();
+    assert_eq!(f.node(cat).outputs[0].shape, vec![1, 12, 5, 5]);
+}
+
+#[test]
+fn pool_stays_behind_a_concat_someone_else_reads() {
+    let f = fuse(&concat_then_pool(true));
+    assert_eq!(count(&f, |op| matches!(op, Op::Nna(NnaOp::Scale(_)))), 1);
+    let NnaOp::Dot(d) = nna(&f, "a") else {
+        panic!()
+    };
+    assert!(d.pool.is_none());
+}
