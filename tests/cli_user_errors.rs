@@ -343,8 +343,16 @@ fn an_input_of_the_wrong_shape_or_dtype_is_refused() {
     write_npy_f32(&wrong_shape, vec![1, 3, 32, 64]);
     let wrong_dtype = d.join("dtype.npy");
     write_npy_i32(&wrong_dtype, vec![1, 3, 64, 64]);
-    for (file, needle) in [(&wrong_shape, "shape"), (&wrong_dtype, "dtype")] {
+    // One rule and one message for all three subcommands (src/cmd/frame_shape.rs).
+    let shape_msg = "input 'image' expects shape 1x3x64x64 (or Nx1x3x64x64 for N frames), \
+                     the file has 1x3x32x64";
+    for (file, needle) in [(&wrong_shape, shape_msg), (&wrong_dtype, "dtype")] {
         let input = format!("image={}", s(file));
+        let all: &[&str] = if needle == shape_msg {
+            &[needle, s(file)]
+        } else {
+            &["image"]
+        };
         fails_with(
             &[
                 "run",
@@ -354,7 +362,7 @@ fn an_input_of_the_wrong_shape_or_dtype_is_refused() {
                 "--output-dir",
                 s(&outdir),
             ],
-            &["image", needle],
+            &["image", needle, s(file)],
         );
         fails_with(
             &[
@@ -365,7 +373,7 @@ fn an_input_of_the_wrong_shape_or_dtype_is_refused() {
                 "--output-dir",
                 s(&outdir),
             ],
-            &["image"],
+            all,
         );
         let calib_out = d.join("c.nnab");
         fails_with(
@@ -377,7 +385,7 @@ fn an_input_of_the_wrong_shape_or_dtype_is_refused() {
                 "-o",
                 s(&calib_out),
             ],
-            &["image"],
+            all,
         );
         assert!(!calib_out.exists());
     }

@@ -176,38 +176,18 @@ fn read_feed(name: &str, ty: &TensorType, path: &Path) -> Result<Feed, CliError>
     let t = read_npy(path).map_err(|e| CliError::user(format!("input '{name}': {e}")))?;
     if t.dtype() != ty.dtype {
         return Err(CliError::user(format!(
-            "input '{name}' ({}): element type {}, the model expects {}",
+            "{}: input '{name}' needs {} data, the file holds {}",
             path.display(),
-            t.dtype(),
-            ty.dtype
+            ty.dtype,
+            t.dtype()
         )));
     }
-    if t.shape == ty.shape {
-        return Ok(Feed {
-            tensor: t,
-            frames: None,
-        });
-    }
-    if t.shape.len() == ty.shape.len() + 1 && t.shape[1..] == ty.shape[..] {
-        let n = t.shape[0];
-        if n == 0 {
-            return Err(CliError::user(format!(
-                "input '{name}' ({}) holds 0 frames",
-                path.display()
-            )));
-        }
-        return Ok(Feed {
-            tensor: t,
-            frames: Some(n),
-        });
-    }
-    Err(CliError::user(format!(
-        "input '{name}' ({}): shape {}, expected {} (or Nx{} for N frames)",
-        path.display(),
-        shape_str(&t.shape),
-        shape_str(&ty.shape),
-        shape_str(&ty.shape)
-    )))
+    let (n, stacked) = crate::cmd::frame_shape::frames_in(name, &t.shape, &ty.shape)
+        .map_err(|m| CliError::user(format!("{}: {m}", path.display())))?;
+    Ok(Feed {
+        tensor: t,
+        frames: stacked.then_some(n),
+    })
 }
 
 /// The common frame count of all framed inputs (`None` if no input is framed).

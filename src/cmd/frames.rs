@@ -111,24 +111,13 @@ pub fn split_frames(
             )))
         }
     };
-    let frame = &ty.shape;
-    let n = if t.shape == *frame {
-        1
-    } else if t.shape.len() == frame.len() + 1 && t.shape[1..] == frame[..] {
-        t.shape[0]
-    } else {
-        return Err(CliError::user(format!(
-            "{}: input '{input}' expects shape {} (or N x {}), the file has {}",
-            file.display(),
-            nnac_ir::shape_str(frame),
-            nnac_ir::shape_str(frame),
-            nnac_ir::shape_str(&t.shape)
-        )));
-    };
+    let (n, _) = crate::cmd::frame_shape::frames_in(input, &t.shape, &ty.shape)
+        .map_err(|m| CliError::user(format!("{}: {m}", file.display())))?;
     let per = ty.numel();
     Ok((0..n)
         .map(|i| {
-            Tensor::f32(frame.clone(), data[i * per..(i + 1) * per].to_vec()).expect("sizes match")
+            Tensor::f32(ty.shape.clone(), data[i * per..(i + 1) * per].to_vec())
+                .expect("sizes match")
         })
         .collect())
 }

@@ -199,16 +199,7 @@ pub fn quantize(x: f32, d: &IoDesc) -> u8 {
 /// The input's frames as raw codes, and whether the tensor had the frame dimension.
 fn quantize_input(d: &IoDesc, t: &Tensor) -> Result<(Vec<Vec<u8>>, bool), String> {
     let want: Vec<usize> = d.shape.iter().map(|&s| s as usize).collect();
-    let (n, stacked) = if t.shape == want {
-        (1, false)
-    } else if t.shape.len() == want.len() + 1 && t.shape[1..] == want[..] && t.shape[0] > 0 {
-        (t.shape[0], true)
-    } else {
-        return Err(format!(
-            "shape {:?} does not match input '{}' of shape {want:?} (or [N, ...] for N frames)",
-            t.shape, d.name
-        ));
-    };
+    let (n, stacked) = crate::cmd::frame_shape::frames_in(&d.name, &t.shape, &want)?;
     let codes: Vec<u8> = match (&t.data, d.dtype) {
         (TensorData::F32(v), _) => v.iter().map(|&x| quantize(x, d)).collect(),
         (TensorData::I8(v), IoDtype::Int8) => v.iter().map(|&x| x as u8).collect(),

@@ -1,0 +1,46 @@
+//! How many frames an input file holds: the one rule (and the one error message) of
+//! `compile --calib`, `eval --input` and `run --input`. A tensor of exactly the input's
+//! shape is one frame; one extra leading dimension `N > 0` stacks `N` frames.
+
+use nnac_ir::shape_str;
+
+/// `(frames, stacked)` for a tensor of shape `got` fed to input `input` whose one frame
+/// has shape `frame`; the error names the input and both shapes (callers prefix the file).
+pub fn frames_in(input: &str, got: &[usize], frame: &[usize]) -> Result<(usize, bool), String> {
+    if got == frame {
+        return Ok((1, false));
+    }
+    if got.len() == frame.len() + 1 && got[1..] == *frame {
+        return match got[0] {
+            0 => Err(format!("input '{input}': the file holds 0 frames")),
+            n => Ok((n, true)),
+        };
+    }
+    Err(format!(
+        "input '{input}' expects shape {f} (or Nx{f} for N frames), the file has {}",
+        shape_str(got),
+        f = shape_str(frame),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::frames_in;
+
+    #[test]
+    fn one_frame_stacked_frames_and_mismatches() {
+        assert_eq!(frames_in("x", &[1, 3, 4], &[1, 3, 4]), Ok((1, false)));
+        assert_eq!(frames_in("x", &[5, 1, 3, 4], &[1, 3, 4]), Ok((5, true)));
+        assert_eq!(
+            frames_in("x", &[0, 1, 3, 4], &[1, 3, 4]),
+            Err("input 'x': the file holds 0 frames".to_string())
+        );
+        assert_eq!(
+            frames_in("x", &[1, 3, 5], &[1, 3, 4]),
+            Err(
+                "input 'x' expects shape 1x3x4 (or Nx1x3x4 for N frames), the file has 1x3x5"
+                    .to_string()
+            )
+        );
+    }
+}
