@@ -336,6 +336,38 @@ fn calibration_methods_measured() {
     }
 }
 
+/// The graph input keeps its whole calibrated range under every method: a heavy-tailed
+/// input (one value in 500 is 12x larger) would be clipped by percentile / entropy.
+#[test]
+fn graph_input_is_never_clipped() {
+    let calib = heavy_frames(5, 4);
+    let (lo, hi) = calib.iter().flat_map(|f| f["x"].to_f32_vec()).fold(
+        (f32::INFINITY, f32::NEG_INFINITY),
+        |(l, h), x| (l.min(x), h.max(x)),
+    );
+    for m in CalibMethod::ALL {
+        let opts = PassOptions {
+            calib_method: m,
+            ..Default::default()
+        };
+        let q = compile_graph(net(5), &calib, &opts).unwrap().graph;
+        let t = &q.node(q.inputs()[0]).outputs[0];
+        let Some(nnac_ir::Quant::PerTensor { scale, zero_point }) = t.quant else {
+            panic!("{}: input not per-tensor quantized", m.name())
+        };
+        let (qlo, qhi) = (
+            (-128 - zero_point) as f32 * scale,
+            (127 - zero_point) as f32 * scale,
+        );
+        assert_eq!(t.dtype, DType::I8, "{}", m.name());
+        assert!(
+            qlo <= lo + scale && qhi >= hi - scale,
+            "{}: input quantized to [{qlo}, {qhi}], calibrated range [{lo}, {hi}]",
+            m.name()
+        );
+    }
+}
+
 #[test]
 fn bad_calibration_frames_are_errors() {
     let err = compile_graph(net(26), &[], &PassOptions::default())
