@@ -40,6 +40,7 @@ pub mod act;
 pub mod alloc;
 mod emit;
 mod error;
+mod gap;
 pub mod job;
 mod lower;
 mod lower_host;

@@ -105,28 +105,35 @@ impl Walk<'_> {
             }
             _ => weight_blocks(out_c, k, cols, |oc, i| w[oc * k + i]),
         };
+        let gap = match &d.kind {
+            DotKind::Conv(_) => {
+                crate::gap::channels_as_pixels(&t, x.act(), &w, &bias, &ep.entries, cols)
+            }
+            _ => None,
+        };
         let params = DotParams {
             weights: wbytes,
             bias,
             entries: ep.entries,
             block: u32_of(k * cols, "weight block")?,
         };
-        self.finish_dot(id, opcode, t, (ins[0], x), params, d.pool.is_some())
+        self.finish_dot(id, opcode, (t, params), (ins[0], x), d.pool.is_some(), gap)
     }
 
     /// Loads the parameters, places the output and pushes the tiled job; a layer
-    /// whose working set exceeds its SRAM budget is split (`split.rs`).
+    /// whose working set exceeds its SRAM budget is split (`split.rs`). `gap` is the
+    /// channels-as-pixels form of a global pool (`gap.rs`), used when no split is
+    /// needed.
     fn finish_dot(
         &mut self,
         id: NodeId,
         opcode: DotOpcode,
-        mut t: DotProduct,
+        (mut t, p): (DotProduct, DotParams),
         (xv, x): (Value, Src),
-        p: DotParams,
         pooled: bool,
+        gap: Option<(DotProduct, DotParams)>,
     ) -> Result<(), String> {
         let name = self.g.node(id).name.clone();
-        let (oh, ow) = (t.out_h, t.out_w);
         let cols = self.hw.mac_cols as usize;
         let k = p.block as usize / cols;
         let xmax = if t.in_signed { 128 } else { 255 };
@@ -164,17 +171,24 @@ impl Walk<'_> {
             };
             return self.dot_split(d, x, out, choice, mnemonic);
         }
+        let is_gap = gap.is_some();
+        let (mut t, p) = gap.unwrap_or((t, p));
         self.materialize(id, xv);
         let x = self.use_value(xv).ok_or("input is not an activation")?;
         let wb = self.param(&name, &p.weights);
         let bb = self.param(&name, &i32_bytes(&p.bias));
         let cb = self.param(&name, &chan_table(&p.entries));
         let out = self.define(id).map_err(|e| e.to_string())?;
-        check_stored(&t, &out.act)?;
-        out_fields(&mut t, &out.act)?;
+        if is_gap {
+            crate::gap::out_fields(&mut t, &out.act)?;
+        } else {
+            check_stored(&t, &out.act)?;
+            out_fields(&mut t, &out.act)?;
+        }
+        let pixels = t.out_h * t.out_w;
         // A pooled layer is one pixel tile (every pooled window lies inside it).
-        let tp = if pooled { oh * ow } else { self.tile_pixels };
-        let tl = tiles(oh * ow, t.out_c, tp, self.hw.mac_cols);
+        let tp = if pooled { pixels } else { self.tile_pixels };
+        let tl = tiles(pixels, t.out_c, tp, self.hw.mac_cols);
         self.out
             .layers
             .push((name.clone(), mnemonic.into(), tl.len()));
@@ -235,7 +249,7 @@ impl Walk<'_> {
             entries: ep.entries,
             block: u32_of(cols, "weight block")?,
         };
-        self.finish_dot(id, DotOpcode::Conv, t, (ins[0], x), params, true)
+        self.finish_dot(id, DotOpcode::Conv, (t, params), (ins[0], x), true, None)
     }
 
     pub(crate) fn scale(&mut self, id: NodeId, s: &ScaleOp) -> Result<(), String> {

@@ -381,3 +381,72 @@ fn dropping_a_wait_is_caught_by_the_hazard_checker() {
     let hz = nnac_isa::hazard::check_program(&p).unwrap();
     assert!(!hz.is_clean());
 }
+
+/// conv(C) -> ReLU -> global average pool -> fully connected, on an `h x w` input.
+fn gap_net(h: usize, w: usize, c: usize) -> (Graph, [usize; 4]) {
+    let shape = [1, 3, h, w];
+    let mut rng = Rng(21);
+    let mut g = Graph::new("gap");
+    let x = input(&mut g, &shape);
+    let a = conv(&mut g, &mut rng, "a", x, c, 3, 1, 1);
+    let r = relu(&mut g, "a_relu", a);
+    let p = node(&mut g, "gap", Op::GlobalPool(nnac_ir::PoolKind::Avg), &[r]);
+    let f = node(&mut g, "flat", Op::Reshape { shape: vec![1, c] }, &[p]);
+    let y = gemm(&mut g, &mut rng, "fc", f, 10);
+    g.add_output("y", y);
+    (g, shape)
+}
+
+#[test]
+fn global_average_pool_is_one_conv_with_channels_as_pixels() {
+    let (g, shape) = gap_net(7, 9, 200);
+    let q = quantize_graph(g, &shape);
+    let hw = HwConfig::fsd();
+    let (p, rep) = lower_ok(&q, &hw);
+    assert_well_formed(&q, &hw, &p);
+    let gap: Vec<_> = p
+        .instrs
+        .iter()
+        .filter_map(|i| match i {
+            Instr::Conv(d) if d.kernel_h == 63 => Some(d),
+            _ => None,
+        })
+        .collect();
+    // 200 channels as output pixels: three 96-pixel tiles of one output channel.
+    assert_eq!(gap.len(), 3, "{gap:?}");
+    for d in &gap {
+        assert_eq!(
+            (
+                d.in_h,
+                d.in_w,
+                d.in_c,
+                d.in_pix_pitch,
+                d.out_c,
+                d.out_pix_pitch
+            ),
+            (63, 200, 1, 1, 1, 1)
+        );
+        assert_eq!(d.groups, 1);
+    }
+    let layer = rep
+        .layers
+        .iter()
+        .find(|l| l.tiles == 3 && l.instr == "CONV");
+    assert!(layer.is_some(), "{:?}", rep.layers);
+    assert!(assert_bit_exact(&q, &p, 22, &shape) > 0);
+}
+
+#[test]
+fn global_pool_wider_than_the_kernel_field_stays_depthwise() {
+    // 16 x 17 = 272 taps do not fit the 8-bit kernel_h field.
+    let (g, shape) = gap_net(16, 17, 8);
+    let q = quantize_graph(g, &shape);
+    let hw = HwConfig::fsd();
+    let (p, _) = lower_ok(&q, &hw);
+    assert_well_formed(&q, &hw, &p);
+    let depthwise = p.instrs.iter().any(
+        |i| matches!(i, Instr::Conv(d) if d.groups == 8 && (d.kernel_h, d.kernel_w) == (16, 17)),
+    );
+    assert!(depthwise);
+    assert!(assert_bit_exact(&q, &p, 23, &shape) > 0);
+}

@@ -341,10 +341,12 @@ fn calibration_methods_measured() {
 #[test]
 fn graph_input_is_never_clipped() {
     let calib = heavy_frames(5, 4);
-    let (lo, hi) = calib.iter().flat_map(|f| f["x"].to_f32_vec()).fold(
-        (f32::INFINITY, f32::NEG_INFINITY),
-        |(l, h), x| (l.min(x), h.max(x)),
-    );
+    let (lo, hi) = calib
+        .iter()
+        .flat_map(|f| f["x"].to_f32_vec())
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), x| {
+            (l.min(x), h.max(x))
+        });
     for m in CalibMethod::ALL {
         let opts = PassOptions {
             calib_method: m,

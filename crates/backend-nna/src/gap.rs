@@ -1,0 +1,176 @@
+//! Global average pool as one CONV with the channels as output pixels.
+//!
+//! The passes lower a global average pool to a depthwise convolution whose kernel
+//! covers the whole `H x W` input (`lower_pools`). Run as such, a depthwise CONV takes
+//! one pass per channel: the 96 MAC columns share one activation vector, so only one
+//! column does useful work and every channel costs `H*W` cycles (ResNet-50's 7x7x2048
+//! pool: 100,352 cycles).
+//!
+//! When every channel has the same weights, bias and epilogue entry (a pool's `1/N`
+//! weights always do), the same sums come out of one CONV over the HWC input read
+//! differently: `in_h = H*W` rows of `in_w = C` one-channel pixels, with
+//! `in_row_pitch` = the tensor's pixel pitch and `in_pix_pitch = 1`, a `H*W x 1`
+//! kernel, `out_c = 1`. Output pixel `c` sums `x[r*PP + c]` over the rows `r`, i.e.
+//! channel `c` over all pixels, and is written at `out_addr + c`: the `1x1xC` HWC
+//! output. 96 channels per pass: `ceil(C/96) * H*W` cycles (1,078 for ResNet-50). A
+//! slice of 8 output pixels reads 8 consecutive bytes, so the 256-byte rule holds.
+//! The integer arithmetic is term for term the depthwise one, so results are
+//! bit-exact with the quantized reference interpreter.
+
+use crate::act::Act;
+use crate::lower_ops::DotParams;
+use crate::params::weight_blocks;
+use nnac_isa::checks::DotKind;
+use nnac_isa::{DotProduct, PoolKind};
+
+/// Largest `H*W` the 8-bit `kernel_h` field holds.
+const MAX_TAPS: u32 = 255;
+
+/// The channels-as-pixels form of a depthwise global-pool CONV `t` over input `x`
+/// (weights `w` as `[C][H*W]`, one bias and epilogue entry per channel), or `None`
+/// when `t` is not such a layer or its channels differ.
+pub(crate) fn channels_as_pixels(
+    t: &DotProduct,
+    x: &Act,
+    w: &[i8],
+    bias: &[i32],
+    entries: &[[i32; 4]],
+    cols: usize,
+) -> Option<(DotProduct, DotParams)> {
+    let taps = x.h * x.w;
+    let global = t.groups == x.c
+        && t.out_c == x.c
+        && (t.kernel_h, t.kernel_w) == (x.h, x.w)
+        && (t.pad_top, t.pad_left, t.pad_bottom, t.pad_right) == (0, 0, 0, 0)
+        && (t.dil_h, t.dil_w) == (1, 1)
+        && t.pool == PoolKind::None
+        && t.expected_out_hw(DotKind::Conv) == Some((1, 1))
+        && taps <= MAX_TAPS
+        && x.pix_pitch >= x.c;
+    let k = taps as usize;
+    if !global || w.len() != x.c as usize * k || bias.len() != x.c as usize {
+        return None;
+    }
+    let uniform = w.chunks_exact(k).all(|row| row == &w[..k])
+        && bias.iter().all(|&b| b == bias[0])
+        && entries.len() == bias.len()
+        && entries.iter().all(|e| *e == entries[0]);
+    if !uniform {
+        return None;
+    }
+    let g = DotProduct {
+        in_h: taps,
+        in_w: x.c,
+        in_c: 1,
+        in_row_pitch: x.pix_pitch,
+        in_pix_pitch: 1,
+        out_h: 1,
+        out_w: x.c,
+        out_c: 1,
+        kernel_h: taps,
+        kernel_w: 1,
+        stride_h: 1,
+        stride_w: 1,
+        groups: 1,
+        ..t.clone()
+    };
+    let params = DotParams {
+        weights: weight_blocks(1, k, cols, |_, i| w[i]),
+        bias: vec![bias[0]],
+        entries: vec![entries[0]],
+        block: u32::try_from(k * cols).ok()?,
+    };
+    Some((g, params))
+}
+
+/// The output fields of the channels-as-pixels form writing the `1x1xC` tensor `a`:
+/// output pixel `c` is channel `c`, one byte apart.
+pub(crate) fn out_fields(t: &mut DotProduct, a: &Act) -> Result<(), String> {
+    if (a.h, a.w, a.c) != (1, 1, t.out_w) {
+        return Err(format!(
+            "global pool output {}x{}x{} is not 1x1x{}",
+            a.h, a.w, a.c, t.out_w
+        ));
+    }
+    t.out_row_pitch = t.out_w;
+    t.out_pix_pitch = 1;
+    t.out_signed = a.signed;
+    t.out_zero = i16::try_from(a.zero_point)
+        .map_err(|_| format!("output zero point {} out of range", a.zero_point))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool_layer(c: u32, h: u32, w: u32) -> (DotProduct, Act) {
+        let x = Act {
+            h,
+            w,
+            c,
+            pix_pitch: c.div_ceil(8) * 8,
+            row_pitch: w * c.div_ceil(8) * 8,
+            signed: false,
+            zero_point: 0,
+            scale: 1.0,
+            rank: 4,
+        };
+        let t = DotProduct {
+            in_h: h,
+            in_w: w,
+            in_c: c,
+            out_h: 1,
+            out_w: 1,
+            out_c: c,
+            kernel_h: h,
+            kernel_w: w,
+            stride_h: 1,
+            stride_w: 1,
+            dil_h: 1,
+            dil_w: 1,
+            groups: c,
+            ..DotProduct::default()
+        };
+        (t, x)
+    }
+
+    #[test]
+    fn uniform_channels_become_pixels() {
+        let (t, x) = pool_layer(5, 3, 4);
+        let (w, b, e) = (vec![127i8; 5 * 12], vec![0; 5], vec![[7, 3, 0, 0]; 5]);
+        let (g, p) = channels_as_pixels(&t, &x, &w, &b, &e, 96).expect("a global pool");
+        assert_eq!(
+            (g.in_h, g.in_w, g.in_row_pitch, g.in_pix_pitch),
+            (12, 5, 8, 1)
+        );
+        assert_eq!((g.kernel_h, g.kernel_w, g.out_w, g.out_c), (12, 1, 5, 1));
+        assert_eq!(
+            (p.bias.len(), p.entries.len(), p.weights.len()),
+            (1, 1, 12 * 96)
+        );
+    }
+
+    #[test]
+    fn differing_channels_or_geometry_stay_depthwise() {
+        let (t, x) = pool_layer(5, 3, 4);
+        let (w, b, e) = (vec![127i8; 5 * 12], vec![0; 5], vec![[7, 3, 0, 0]; 5]);
+        let mut w2 = w.clone();
+        w2[12] = 100;
+        assert!(channels_as_pixels(&t, &x, &w2, &b, &e, 96).is_none());
+        let mut b2 = b.clone();
+        b2[4] = 1;
+        assert!(channels_as_pixels(&t, &x, &w, &b2, &e, 96).is_none());
+        let mut e2 = e.clone();
+        e2[2][0] = 8;
+        assert!(channels_as_pixels(&t, &x, &w, &b, &e2, 96).is_none());
+        let padded = DotProduct {
+            pad_top: 1,
+            ..t.clone()
+        };
+        assert!(channels_as_pixels(&padded, &x, &w, &b, &e, 96).is_none());
+        let (big, bx) = pool_layer(2, 16, 16);
+        let n = 2 * 256;
+        assert!(channels_as_pixels(&big, &bx, &vec![1; n], &[0; 2], &[[0; 4]; 2], 96).is_none());
+    }
+}
