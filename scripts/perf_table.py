@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Compiles and profiles the light models and prints docs/PERFORMANCE.md section 7's table.
+
+Usage: perf_table.py [--nnac PATH] [--out DIR] [--models a,b,...] [--calib IMAGE]
+                     [--profile-arg ARG ...]
+
+For every model: `nnac compile .cache/models/light/MODEL.onnx --calib IMAGE -o
+DIR/MODEL.nnab --quiet`, then `nnac profile DIR/MODEL.nnab --json [ARGS]`, keeping the JSON
+in DIR/MODEL.json. Prints one markdown row per model from the JSON alone (the fields of
+PERFORMANCE.md section 5), so the table is reproducible. Needs scripts/setup.sh's cache
+and a built nnac (`cargo build --release --bin nnac`). Exits non-zero if a model fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ["resnet50", "inception_v1", "inception_v2", "squeezenet", "densenet121",
+          "shufflenet", "bvlc_alexnet", "zfnet512", "vgg19"]
+CAUSES = ["mac_busy", "dma", "flags", "sram_ports", "simd_unload", "simd_work"]
+HEADER = ("| model | cycles | ms | frames/s | GMACs | MAC util | shape bound | util / bound "
+          "| DRAM read+written / lower bound | SRAM peak | host ops | MAC busy | DMA | flags "
+          "| SRAM ports | SIMD unload | SIMD-only work |")
+
+
+def row(model: str, d: dict) -> str:
+    cyc = d["total_cycles"]
+    dram = d["dram_bytes"]
+    moved = dram["read"] + dram["written"]
+    bound = d.get("shape_bound")
+    util = d["mac_utilization"]
+    causes = d["cycles_by_cause"]
+    pct = [f"{100.0 * causes[c] / cyc:.0f}%" if cyc else "-" for c in CAUSES]
+    cells = [
+        model,
+        f"{cyc:,}",
+        f"{1e3 * d['seconds']:.3f}",
+        f"{d['fps']:.0f}",
+        f"{d['macs'] / 1e9:.2f}",
+        f"{100 * util:.1f}%",
+        f"{100 * bound:.1f}%" if bound else "-",
+        f"{100 * util / bound:.0f}%" if bound else "-",
+        f"{moved / 1e6:.1f} / {dram['lower_bound'] / 1e6:.1f} MB = "
+        f"{100 * moved / dram['lower_bound']:.0f}%",
+        f"{d['sram_peak_bytes'] / 2**20:.1f} MiB",
+        str(len(d["host_ops"])),
+    ] + pct
+    return "| " + " | ".join(cells) + " |"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nnac", default=str(ROOT / "target/release/nnac"))
+    ap.add_argument("--out", default="/tmp/nnac-perf")
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--calib", default=str(ROOT / ".cache/models/images/astronaut.png"))
+    ap.add_argument("--profile-arg", action="append", default=[],
+                    help="extra argument for nnac profile (repeatable)")
+    a = ap.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows, failed = [], []
+    for m in a.models.split(","):
+        model = ROOT / ".cache/models/light" / f"{m}.onnx"
+        prog, js = out / f"{m}.nnab", out / f"{m}.json"
+        t = time.monotonic()
+        c = subprocess.run([a.nnac, "compile", str(model), "--calib", a.calib, "-o", str(prog),
+                            "--quiet"], capture_output=True, text=True)
+        if c.returncode != 0:
+            print(f"{m}: compile failed:\n{c.stderr}", file=sys.stderr)
+            failed.append(m)
+            continue
+        secs = time.monotonic() - t
+        p = subprocess.run([a.nnac, "profile", str(prog), "--json", *a.profile_arg],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            print(f"{m}: profile failed:\n{p.stderr}", file=sys.stderr)
+            failed.append(m)
+            continue
+        js.write_text(p.stdout)
+        rows.append(row(m, json.loads(p.stdout)))
+        print(f"{m}: compiled in {secs:.1f} s, profiled", file=sys.stderr)
+    print(HEADER)
+    print("|" + "---|" * HEADER.count(" | ") + "---|")
+    print("\n".join(rows))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
