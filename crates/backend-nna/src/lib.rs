@@ -48,6 +48,7 @@ mod lower_ops;
 pub mod params;
 pub mod plan;
 pub mod prefetch;
+pub mod resident;
 pub mod seq_rule;
 pub mod simd;
 pub mod spill;
@@ -56,6 +57,7 @@ mod split_px;
 pub mod sync;
 
 pub use error::BackendError;
+pub use resident::{Residency, ResidentWeights};
 pub use spill::SplitLayer;
 
 use nnac_ir::{Graph, Op};
@@ -83,6 +85,9 @@ pub struct BackendOptions {
     /// [`BackendReport::slice_rule`]. Off by default: the HWC layout cannot meet the
     /// rule for tensors wider than 36 channels (18 at stride 2).
     pub enforce_slice_rule: bool,
+    /// Keep all parameters resident in SRAM across frames, loaded once by a
+    /// prologue, when they fit with the activations (`resident.rs`).
+    pub resident_weights: ResidentWeights,
 }
 
 /// One lowered layer.
@@ -125,6 +130,8 @@ pub struct BackendReport {
     pub prefetched_early: usize,
     /// Walks the spill/split planner needed (1: everything fitted at once).
     pub plan_rounds: usize,
+    /// Whether the weights stay in SRAM across frames, and why not.
+    pub residency: Residency,
     /// Wall time per stage in microseconds (lower, alloc, emit, flags, hazard check;
     /// `nnac compile --time-passes`). Not deterministic: never part of a program.
     pub stage_us: Vec<(String, u64)>,
@@ -168,12 +175,27 @@ pub fn lower(
     } else {
         opts.tile_pixels
     };
-    let (mut low, placed, rounds) = plan_and_place(graph, hw, tp)?;
+    let pinned = match opts.resident_weights {
+        ResidentWeights::Off => Err(Residency::Off),
+        ResidentWeights::Auto => resident::try_pin(graph, hw, tp)?.map_err(Residency::Streamed),
+    };
+    let (mut low, placed, rounds, prologue_stop, residency) = match pinned {
+        Ok(p) => (p.low, p.placed, 1, Some(p.stop_job), p.residency),
+        Err(r) => {
+            let (low, placed, rounds) = plan_and_place(graph, hw, tp)?;
+            (low, placed, rounds, None, r)
+        }
+    };
     clock.lap("lower+alloc");
     // Prefetch as far as the flags allow: each window (in layers) is tried until
-    // the flag assignment fits; serialised queues never overlap, so get none.
+    // the flag assignment fits; serialised queues never overlap, so get none;
+    // resident parameters are all loaded by the prologue.
     let span = |b: usize| (placed.addrs[b], placed.addrs[b] + low.bufs[b].size);
-    let windows = prefetch::windows(hw.flags, opts.serialise);
+    let windows = if prologue_stop.is_some() {
+        vec![0]
+    } else {
+        prefetch::windows(hw.flags, opts.serialise)
+    };
     let (mut early, mut assigned, mut trial) = (0, None, None);
     for &w in &windows {
         let mut jobs = low.jobs.clone();
@@ -238,9 +260,14 @@ pub fn lower(
         emitted
             .job
             .iter()
-            .map(|&j| Some(low.jobs[j].node.as_str()))
+            .map(|&j| (Some(j) != prologue_stop).then_some(low.jobs[j].node.as_str()))
             .chain(final_stop.then_some(None)),
     );
+    // The body starts after the instruction of the prologue's STOP job.
+    let body_start = prologue_stop.map(|s| {
+        let after = emitted.job.iter().position(|&j| j > s);
+        after.unwrap_or(emitted.job.len())
+    });
     let dma = instrs
         .iter()
         .filter(|i| i.class() == nnac_isa::Class::Dma)
@@ -272,6 +299,7 @@ pub fn lower(
         splits: low.sp.splits.clone(),
         prefetched_early: early,
         plan_rounds: rounds,
+        residency,
         stage_us: Vec::new(),
     };
     let program = Program {
@@ -290,6 +318,7 @@ pub fn lower(
             compiler_version: opts.compiler_version.clone(),
             hw: hw.clone(),
         },
+        body_start,
     };
     if !opts.skip_hazard_check {
         hazard_check(&program, &graph.name)?;
