@@ -94,7 +94,9 @@ fn a_body_overwriting_resident_weights_is_rejected() {
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
     assert!(
-        stdout.contains("resident overwrite: #2 DMA_READ (offset 0x40) (body) writes SRAM [0x100, 0x180)"),
+        stdout.contains(
+            "resident overwrite: #2 DMA_READ (offset 0x40) (body) writes SRAM [0x100, 0x180)"
+        ),
         "{stdout}"
     );
 }
