@@ -51,8 +51,9 @@ pub struct Args {
     #[arg(long)]
     pub time_passes: bool,
     /// Keep the weights in SRAM across frames: `auto` pins every parameter buffer
-    /// and loads it once in a prologue when all of them fit with the activations
-    /// (else streams them every frame); `off` always streams them.
+    /// and loads it once in a prologue when all of them fit with the activations,
+    /// else pins those of unsplit layers that fit beside the streaming plan and
+    /// streams the rest every frame; `off` always streams them.
     #[arg(long, default_value = "auto", value_parser = ["auto", "off"])]
     pub resident_weights: String,
 }

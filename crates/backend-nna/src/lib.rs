@@ -182,24 +182,28 @@ pub fn lower(
     let (mut low, placed, rounds, prologue_stop, residency) = match pinned {
         Ok(p) => (p.low, p.placed, 1, Some(p.stop_job), p.residency),
         Err(r) => {
-            let (low, placed, rounds) = plan_and_place(graph, hw, tp)?;
-            (low, placed, rounds, None, r)
+            let (mut low, placed, rounds) = plan_and_place(graph, hw, tp)?;
+            let some = (opts.resident_weights == ResidentWeights::Auto)
+                .then(|| resident::pin_some(&mut low, &placed, hw))
+                .flatten();
+            match some {
+                Some(p) => (low, p.placed, rounds, Some(p.stop_job), p.residency),
+                None => (low, placed, rounds, None, r),
+            }
         }
     };
     clock.lap("lower+alloc");
     // Prefetch as far as the flags allow: each window (in layers) is tried until
     // the flag assignment fits; serialised queues never overlap, so get none;
-    // resident parameters are all loaded by the prologue.
+    // parameters left streaming move within the body only (after the prologue).
     let span = |b: usize| (placed.addrs[b], placed.addrs[b] + low.bufs[b].size);
-    let windows = if prologue_stop.is_some() {
-        vec![0]
-    } else {
-        prefetch::windows(hw.flags, opts.serialise)
-    };
+    let windows = prefetch::windows(hw.flags, opts.serialise);
+    let body_job = prologue_stop.map_or(0, |s| s + 1);
     let (mut early, mut assigned, mut trial) = (0, None, None);
     for &w in &windows {
         let mut jobs = low.jobs.clone();
-        early = prefetch::lookahead(&mut low.bufs.clone(), &placed.addrs, &mut jobs, &low.sp, w);
+        let mut bufs = low.bufs.clone();
+        early = prefetch::lookahead(&mut bufs, &placed.addrs, &mut jobs, &low.sp, w, body_job);
         let e = emit::emit(&jobs, &placed.addrs, hw)?;
         let mut instrs = e.instrs.clone();
         assigned = if opts.serialise {

@@ -1,6 +1,6 @@
 //! Weights resident in SRAM across frames (`resident.rs`): pinned when all of them
-//! fit with the activations, loaded once by a prologue; streamed otherwise or with
-//! `ResidentWeights::Off`. Every program is checked (hazards, determinism) and run
+//! fit with the activations, loaded once by a prologue; partly pinned beside a
+//! split layer's streamed weights; streamed otherwise or with `ResidentWeights::Off`. Every program is checked (hazards, determinism) and run
 //! bit-exactly for three frames after one load.
 
 mod common;
@@ -83,7 +83,8 @@ fn all_parameters_fit_so_the_body_moves_only_input_and_output() {
 
 #[test]
 fn parameters_that_do_not_fit_together_stream() {
-    // 12 layers of ~7 KB of parameters each; every layer fits 48 KB alone.
+    // 12 layers of ~7 KB of parameters each; every layer fits 48 KB alone. Less
+    // than 64 KiB stays free beside the streaming placement: no partial pinning.
     let (g, shape) = chain(12);
     let q = quantize_graph(g, &shape);
     let hw = HwConfig {
@@ -99,4 +100,54 @@ fn parameters_that_do_not_fit_together_stream() {
     assert!(p.body_start.is_none());
     assert_well_formed(&q, &hw, &p);
     assert!(assert_bit_exact(&q, &p, 4, &shape) > 0);
+}
+
+#[test]
+fn a_split_layer_streams_while_the_others_stay_resident() {
+    // fc: 4 groups of 1024 x 96 bytes = 384 KB of weights in a 320 KB SRAM: split,
+    // streamed group by group every frame; c0 and fc2 fit next to it.
+    let shape = [1, 64, 4, 4];
+    let mut rng = Rng(23);
+    let mut g = Graph::new("fc");
+    let x = input(&mut g, &shape);
+    let c = conv(&mut g, &mut rng, "c0", x, 64, 1, 1, 1);
+    let f = node(
+        &mut g,
+        "flat",
+        nnac_ir::Op::Reshape {
+            shape: vec![1, 1024],
+        },
+        &[c],
+    );
+    let fc = gemm(&mut g, &mut rng, "fc", f, 300);
+    let r = relu(&mut g, "r", fc);
+    let fc2 = gemm(&mut g, &mut rng, "fc2", r, 40);
+    g.add_output("y", fc2);
+    let q = quantize_graph(g, &shape);
+    let hw = HwConfig::from_toml_str("sram_bytes = 327680").unwrap();
+    let (p, rep) = lower_ok(&q, &hw);
+    assert_well_formed(&q, &hw, &p);
+    assert!(rep.splits.iter().any(|s| s.layer == "fc"), "{rep:?}");
+    let Residency::Partial {
+        buffers, streamed, ..
+    } = rep.residency
+    else {
+        panic!("{:?}", rep.residency)
+    };
+    assert!(
+        buffers >= 3 && streamed >= 4 * 1024 * 96,
+        "{:?}",
+        rep.residency
+    );
+    let b = p.body_start.expect("a prologue");
+    let layers = p.layers.as_ref().unwrap();
+    // The prologue loads only layers that are not split; the body still loads fc's.
+    let names = |r: std::ops::Range<usize>| -> Vec<&str> {
+        r.filter(|&i| matches!(p.instrs[i], Instr::DmaRead(_)))
+            .filter_map(|i| layers.name_of(i))
+            .collect()
+    };
+    assert!(!names(0..b).contains(&"fc"), "{:?}", names(0..b));
+    assert!(names(b..p.instrs.len()).contains(&"fc"));
+    assert!(assert_bit_exact(&q, &p, 5, &shape) > 0);
 }
