@@ -106,23 +106,7 @@ fn parameters_that_do_not_fit_together_stream() {
 fn a_split_layer_streams_while_the_others_stay_resident() {
     // fc: 4 groups of 1024 x 96 bytes = 384 KB of weights in a 320 KB SRAM: split,
     // streamed group by group every frame; c0 and fc2 fit next to it.
-    let shape = [1, 64, 4, 4];
-    let mut rng = Rng(23);
-    let mut g = Graph::new("fc");
-    let x = input(&mut g, &shape);
-    let c = conv(&mut g, &mut rng, "c0", x, 64, 1, 1, 1);
-    let f = node(
-        &mut g,
-        "flat",
-        nnac_ir::Op::Reshape {
-            shape: vec![1, 1024],
-        },
-        &[c],
-    );
-    let fc = gemm(&mut g, &mut rng, "fc", f, 300);
-    let r = relu(&mut g, "r", fc);
-    let fc2 = gemm(&mut g, &mut rng, "fc2", r, 40);
-    g.add_output("y", fc2);
+    let (g, shape) = conv_fc_fc();
     let q = quantize_graph(g, &shape);
     let hw = HwConfig::from_toml_str("sram_bytes = 327680").unwrap();
     let (p, rep) = lower_ok(&q, &hw);

@@ -88,23 +88,7 @@ fn strided_and_pooled_convs_split_into_bands() {
 
 #[test]
 fn fully_connected_weights_stream_group_by_group() {
-    let shape = [1, 64, 4, 4];
-    let mut rng = Rng(23);
-    let mut g = Graph::new("fc");
-    let x = input(&mut g, &shape);
-    let c = conv(&mut g, &mut rng, "c0", x, 64, 1, 1, 1);
-    let f = node(
-        &mut g,
-        "flat",
-        Op::Reshape {
-            shape: vec![1, 1024],
-        },
-        &[c],
-    );
-    let fc = gemm(&mut g, &mut rng, "fc", f, 300);
-    let r = relu(&mut g, "r", fc);
-    let fc2 = gemm(&mut g, &mut rng, "fc2", r, 40);
-    g.add_output("y", fc2);
+    let (g, shape) = conv_fc_fc();
     let q = quantize_graph(g, &shape);
     // fc: 4 groups of 1024 x 96 bytes = 384 KB of weights in a 256 KB SRAM.
     let (p, rep) = run_checked(&q, &hw(256 << 10), &shape, 5);

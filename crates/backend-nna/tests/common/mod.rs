@@ -210,3 +210,26 @@ pub fn assert_well_formed(q: &Graph, hw: &HwConfig, p: &Program) {
     let (again, _) = lower_ok(q, hw);
     assert_eq!(p.write().unwrap(), again.write().unwrap());
 }
+
+/// A 1x1 conv (64 channels, 4x4), a flatten and two fully connected layers (300 and
+/// 40 outputs): `fc` holds 4 weight groups of 1024 x 96 bytes (384 KB).
+pub fn conv_fc_fc() -> (Graph, [usize; 4]) {
+    let shape = [1, 64, 4, 4];
+    let mut rng = Rng(23);
+    let mut g = Graph::new("fc");
+    let x = input(&mut g, &shape);
+    let c = conv(&mut g, &mut rng, "c0", x, 64, 1, 1, 1);
+    let f = node(
+        &mut g,
+        "flat",
+        nnac_ir::Op::Reshape {
+            shape: vec![1, 1024],
+        },
+        &[c],
+    );
+    let fc = gemm(&mut g, &mut rng, "fc", f, 300);
+    let r = relu(&mut g, "r", fc);
+    let fc2 = gemm(&mut g, &mut rng, "fc2", r, 40);
+    g.add_output("y", fc2);
+    (g, shape)
+}
