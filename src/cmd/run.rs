@@ -335,8 +335,13 @@ fn report(prologue: &RunStats, stats: &RunStats, frames: usize, tensors: &[(Stri
         .iter()
         .map(|(n, t)| format!("{n} {:?}", t.shape))
         .collect();
+    let once = if prologue.instructions > 0 {
+        " (totals include the prologue once)"
+    } else {
+        ""
+    };
     println!(
-        "ran {frames} frame(s) (totals include the prologue once): {} instructions ({} DMA, {} compute), {} segments, {} host ops, {} MACs, {} DMA bytes; outputs: {}",
+        "ran {frames} frame(s){once}: {} instructions ({} DMA, {} compute), {} segments, {} host ops, {} MACs, {} DMA bytes; outputs: {}",
         stats.instructions,
         stats.dma_instructions,
         stats.compute_instructions,
