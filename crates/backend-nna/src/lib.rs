@@ -28,6 +28,10 @@
 //!
 //! `split_px.rs` runs ELTWISE / SCALE in bands of rows the same way.
 //!
+//! [`resident`] keeps the weights in SRAM across frames: when all parameters fit
+//! with the activations they are pinned and loaded once by a prologue (docs/ISA.md
+//! 2.2), else those of unsplit layers that fit beside the streaming plan are.
+//!
 //! Not yet: concatenation other than on axis 1; splitting a concatenation whose
 //! output stays in SRAM (its output must fit whole).
 //!
@@ -85,8 +89,9 @@ pub struct BackendOptions {
     /// [`BackendReport::slice_rule`]. Off by default: the HWC layout cannot meet the
     /// rule for tensors wider than 36 channels (18 at stride 2).
     pub enforce_slice_rule: bool,
-    /// Keep all parameters resident in SRAM across frames, loaded once by a
-    /// prologue, when they fit with the activations (`resident.rs`).
+    /// Keep the parameters resident in SRAM across frames, loaded once by a
+    /// prologue: all of them when they fit with the activations, else those of
+    /// unsplit layers that fit beside the streaming plan (`resident.rs`).
     pub resident_weights: ResidentWeights,
 }
 
@@ -130,7 +135,7 @@ pub struct BackendReport {
     pub prefetched_early: usize,
     /// Walks the spill/split planner needed (1: everything fitted at once).
     pub plan_rounds: usize,
-    /// Whether the weights stay in SRAM across frames, and why not.
+    /// Whether the weights stay in SRAM across frames (all, some, none), and why not.
     pub residency: Residency,
     /// Wall time per stage in microseconds (lower, alloc, emit, flags, hazard check;
     /// `nnac compile --time-passes`). Not deterministic: never part of a program.

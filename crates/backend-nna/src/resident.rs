@@ -24,7 +24,8 @@ use nnac_isa::HwConfig;
 /// (`nnac compile --resident-weights`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ResidentWeights {
-    /// Pin all parameters when they fit with the activations; else stream.
+    /// Pin all parameters when they fit with the activations; else pin those of
+    /// unsplit layers that fit beside the streaming plan and stream the rest.
     #[default]
     Auto,
     /// Always stream the weights every frame (no prologue).
