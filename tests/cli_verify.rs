@@ -65,6 +65,42 @@ fn missing_wait_is_reported_as_a_race() {
     assert!(text(&out.stderr).contains("verification failed"));
 }
 
+/// The weights loaded once by a prologue; the body loads its input to `in_addr`.
+fn resident_listing(in_addr: &str) -> String {
+    format!(
+        "DMA_READ dram_addr=0x20000 sram_addr=0x0 rows=1 row_len=768\n\
+         STOP\n\
+         .body\n\
+         DMA_READ set=F0 dram_addr=0x10000 sram_addr={in_addr} rows=1 row_len=128\n\
+         CONV wait_set=F0 clear=F0 set=F2 {CONV}\n\
+         DMA_WRITE wait_set=F2 clear=F2 dram_addr=0x30000 sram_addr=0x3000 rows=1 row_len=128\n\
+         STOP\n"
+    )
+}
+
+#[test]
+fn a_body_overwriting_resident_weights_is_rejected() {
+    let p = write_program("resident", &resident_listing("0x1000"));
+    let out = verify(&[p.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("no resident overwrite"),
+        "{}",
+        text(&out.stdout)
+    );
+    // The body's input DMA lands on weight bytes 0x100..0x180 the conv reads.
+    let p = write_program("overwrite", &resident_listing("0x100"));
+    let out = verify(&[p.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(
+            "resident overwrite: #2 DMA_READ (offset 0x40) (body) writes SRAM [0x100, 0x180)"
+        ),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn unsatisfiable_wait_is_reported_as_a_deadlock() {
     let p = write_program("deadlock", &listing("wait_set=F0,F1,F7"));

@@ -1,7 +1,8 @@
 //! End to end on the bundled `models/tiny_cnn.onnx`, as a user runs it:
 //! the committed model is what its script makes; `nnac compile` is deterministic;
 //! `nnac verify` passes; `nnac run` gives the same bytes under every schedule, and
-//! they equal the quantized reference interpreter's; the float interpreter matches
+//! they equal the quantized reference interpreter's, also for three frames run after
+//! one load of the program (weights resident, prologue once); the float interpreter matches
 //! ONNX Runtime. Needs the cache and venv of `scripts/setup.sh` (the test command
 //! runs it first); without them the tests fail, they are never skipped.
 
@@ -184,6 +185,40 @@ fn compiled_program_is_deterministic_race_free_and_bit_exact() {
         bytes(&want),
         "simulator output differs from the quantized reference interpreter"
     );
+
+    // The weights are resident: a prologue loads them once, then three frames (the
+    // calibration directory, three different images) run the body after one load,
+    // each bit-exact against the reference interpreter.
+    let listing = run_ok(nnac().arg("disasm").arg(dir.join("a.nnab")));
+    assert!(listing.contains("; body: runs once per frame"), "{listing}");
+    let od = dir.join("out-frames");
+    let report = run_ok(
+        nnac()
+            .arg("run")
+            .arg(dir.join("a.nnab"))
+            .arg("--input")
+            .arg(format!("image={}", calib.display()))
+            .arg("--raw")
+            .arg("--output-dir")
+            .arg(&od),
+    );
+    assert!(report.contains("prologue (once per load)"), "{report}");
+    assert!(report.contains("ran 3 frame(s)"), "{report}");
+    let stacked = bytes(&nnac_interp::npy::read_npy(od.join("logits.npy")).unwrap());
+    assert_eq!(stacked.len() % frames.len(), 0);
+    let per = stacked.len() / frames.len();
+    for (k, f) in frames.iter().enumerate() {
+        let want = nnac_passes::run_quantized_raw(&compiled.graph, f)
+            .unwrap()
+            .remove("logits")
+            .unwrap();
+        assert_eq!(
+            &stacked[k * per..(k + 1) * per],
+            &bytes(&want)[..],
+            "frame {k} ({}) differs from the quantized reference interpreter",
+            files[k].display()
+        );
+    }
 }
 
 #[test]

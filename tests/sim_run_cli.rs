@@ -58,6 +58,7 @@ fn copy_program(dir: &Path) -> PathBuf {
         ],
         host_ops: None,
         layers: None,
+        body_start: None,
         meta: Metadata::default(),
     };
     let path = dir.join("copy.nnab");

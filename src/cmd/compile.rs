@@ -50,6 +50,12 @@ pub struct Args {
     /// quantization, report, each backend stage, encoding) to stderr.
     #[arg(long)]
     pub time_passes: bool,
+    /// Keep the weights in SRAM across frames: `auto` pins every parameter buffer
+    /// and loads it once in a prologue when all of them fit with the activations,
+    /// else pins those of unsplit layers that fit beside the streaming plan and
+    /// streams the rest every frame; `off` always streams them.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "off"])]
+    pub resident_weights: String,
 }
 
 pub fn load_hw(path: Option<&Path>) -> Result<nnac_isa::HwConfig, CliError> {
@@ -188,6 +194,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let be_opts = nnac_backend_nna::BackendOptions {
         source_model: args.model.model.display().to_string(),
         compiler_version: env!("CARGO_PKG_VERSION").to_string(),
+        resident_weights: if args.resident_weights == "off" {
+            nnac_backend_nna::ResidentWeights::Off
+        } else {
+            nnac_backend_nna::ResidentWeights::Auto
+        },
         ..Default::default()
     };
     let (program, be_report) = nnac_backend_nna::lower(&compiled.graph, &hw, &be_opts)
@@ -222,6 +233,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             be_report.sram_lower_bound,
             be_report.flags_used
         );
+        println!("weights: {}", be_report.residency);
         print_spills(&be_report);
     }
     Ok(())

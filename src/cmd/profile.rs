@@ -5,7 +5,9 @@
 //! Prints the totals (cycles, time and frames per second at the configured clock, MAC
 //! utilization, DRAM bytes, SRAM peak, cycles by cause) and one line per layer (by
 //! source node name): MACs, cycles, utilization against the shape bound, stall cycles
-//! by cause, DRAM bytes. `--json` prints the same as one JSON object (field names
+//! by cause, DRAM bytes. For a program with a prologue (weights resident in SRAM,
+//! docs/ISA.md 2.2) these are one frame's (the body's steady state) and the
+//! prologue's cycles and DRAM bytes are printed apart (once per load). `--json` prints the same as one JSON object (field names
 //! documented in docs/PERFORMANCE.md). `--trace` writes a Chrome trace (one track per
 //! queue, one slice per instruction) for Perfetto or chrome://tracing. `--hw` times
 //! the program on another configuration that differs only in timing keys (clock,
@@ -133,7 +135,15 @@ pub fn to_json(name: &str, program: &Program, p: &Profile) -> Value {
             "read": p.dram_read,
             "written": p.dram_written,
             "lower_bound": p.dram_lower_bound,
+            "io": p.io_bytes,
         },
+        "prologue": p.prologue.map(|q| json!({
+            "instructions": q.instructions,
+            "segments": q.segments,
+            "cycles": q.cycles,
+            "seconds": p.params.seconds(q.cycles),
+            "dram_bytes": { "read": q.dram_read, "written": q.dram_written },
+        })),
         "sram_peak_bytes": p.sram_peak,
         "segments": p.timeline.segments.iter().map(|s| json!({
             "start": s.start, "end": s.end, "stop_instr": s.stop,
@@ -195,7 +205,12 @@ fn summary(name: &str, program: &Program, p: &Profile) -> String {
     });
     let _ = writeln!(
         s,
-        "total: {t} cycles = {:.3} ms = {:.1} frames/s; {:.3} GMACs; MAC utilization {}; shape bound {bound}",
+        "{}: {t} cycles = {:.3} ms = {:.1} frames/s; {:.3} GMACs; MAC utilization {}; shape bound {bound}",
+        if p.prologue.is_some() {
+            "per frame (body)"
+        } else {
+            "total"
+        },
         p.seconds() * 1e3,
         p.fps(),
         p.macs as f64 / 1e9,
@@ -207,14 +222,7 @@ fn summary(name: &str, program: &Program, p: &Profile) -> String {
             "what-if: every activation packet timed as if it obeyed the 256-byte rule"
         );
     }
-    let _ = writeln!(
-        s,
-        "DRAM: read {}, written {} ({} of the lower bound {}: DRAM image + inputs + outputs)",
-        mib(p.dram_read),
-        mib(p.dram_written),
-        pct(ratio(p.dram_read + p.dram_written, p.dram_lower_bound)),
-        mib(p.dram_lower_bound)
-    );
+    dram_lines(&mut s, p);
     let _ = writeln!(s, "SRAM peak: {}", mib(p.sram_peak));
     for h in &p.host_ops {
         let _ = writeln!(
@@ -250,6 +258,42 @@ fn summary(name: &str, program: &Program, p: &Profile) -> String {
         );
     }
     s
+}
+
+/// DRAM traffic against the lower bound; with a prologue, per frame against the
+/// inputs + outputs and, prologue once plus one frame, against the lower bound.
+fn dram_lines(s: &mut String, p: &Profile) {
+    let frame = p.dram_read + p.dram_written;
+    let Some(q) = p.prologue else {
+        let _ = writeln!(
+            s,
+            "DRAM: read {}, written {} ({} of the lower bound {}: DRAM image + inputs + outputs)",
+            mib(p.dram_read),
+            mib(p.dram_written),
+            pct(ratio(frame, p.dram_lower_bound)),
+            mib(p.dram_lower_bound)
+        );
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "prologue (once per load): {} cycles = {:.3} ms, {} instructions, DRAM read {}, written {}",
+        q.cycles,
+        p.params.seconds(q.cycles) * 1e3,
+        q.instructions,
+        mib(q.dram_read),
+        mib(q.dram_written)
+    );
+    let _ = writeln!(
+        s,
+        "DRAM per frame: read {}, written {} ({} of inputs + outputs {}); prologue + one frame {} of the lower bound {} (DRAM image + inputs + outputs)",
+        mib(p.dram_read),
+        mib(p.dram_written),
+        pct(ratio(frame, p.io_bytes)),
+        mib(p.io_bytes),
+        pct(ratio(frame + q.dram_read + q.dram_written, p.dram_lower_bound)),
+        mib(p.dram_lower_bound)
+    );
 }
 
 fn text(name: &str, program: &Program, p: &Profile) -> String {

@@ -77,8 +77,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let frames = load_inputs(&sim, &args.inputs, &args.pre)?;
     let mut results: Vec<Vec<Output>> = Vec::with_capacity(frames.frames.len());
     let mut stats = RunStats::default();
+    // One load: the prologue once (weights resident in SRAM), then the body per frame.
+    let mut session = sim.session().map_err(sim_err(&args.program))?;
     for (n, frame) in frames.frames.iter().enumerate() {
-        let r = sim.run(frame).map_err(|e| {
+        let r = session.run(frame).map_err(|e| {
             let at = if frames.stacked {
                 format!(" (frame {n})")
             } else {
@@ -91,7 +93,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     }
     let tensors = stack_outputs(&sim, &results, frames.stacked, args.raw)?;
     write_outputs(&args.output_dir, &tensors)?;
-    report(&stats, results.len(), &tensors);
+    report(&session.prologue, &stats, results.len(), &tensors);
     Ok(())
 }
 
@@ -315,13 +317,31 @@ fn write_outputs(dir: &Path, tensors: &[(String, Tensor)]) -> Result<(), CliErro
     Ok(())
 }
 
-fn report(stats: &RunStats, frames: usize, tensors: &[(String, Tensor)]) {
+fn report(prologue: &RunStats, stats: &RunStats, frames: usize, tensors: &[(String, Tensor)]) {
+    if prologue.instructions > 0 {
+        println!(
+            "prologue (once per load): {} instructions ({} DMA, {} compute), {} segments, {} DMA bytes",
+            prologue.instructions,
+            prologue.dma_instructions,
+            prologue.compute_instructions,
+            prologue.segments,
+            prologue.dma_bytes
+        );
+    }
+    let mut all = prologue.clone();
+    all.merge(stats);
+    let stats = &all;
     let names: Vec<String> = tensors
         .iter()
         .map(|(n, t)| format!("{n} {:?}", t.shape))
         .collect();
+    let once = if prologue.instructions > 0 {
+        " (totals include the prologue once)"
+    } else {
+        ""
+    };
     println!(
-        "ran {frames} frame(s): {} instructions ({} DMA, {} compute), {} segments, {} host ops, {} MACs, {} DMA bytes; outputs: {}",
+        "ran {frames} frame(s){once}: {} instructions ({} DMA, {} compute), {} segments, {} host ops, {} MACs, {} DMA bytes; outputs: {}",
         stats.instructions,
         stats.dma_instructions,
         stats.compute_instructions,

@@ -41,10 +41,15 @@ pub fn run(args: Args) -> Result<(), CliError> {
         return fail(&name, &report.lines());
     }
     println!(
-        "OK: {} instructions ({} DMA, {} compute), no race, no deadlock, no flag error",
+        "OK: {} instructions ({} DMA, {} compute), no race, no deadlock, no flag error{}",
         program.instrs.len(),
         report.dma_instrs,
-        report.compute_instrs
+        report.compute_instrs,
+        if program.body_start.is_some() {
+            ", no resident overwrite (prologue once, body per frame)"
+        } else {
+            ""
+        }
     );
     Ok(())
 }

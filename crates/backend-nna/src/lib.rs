@@ -28,6 +28,10 @@
 //!
 //! `split_px.rs` runs ELTWISE / SCALE in bands of rows the same way.
 //!
+//! [`resident`] keeps the weights in SRAM across frames: when all parameters fit
+//! with the activations they are pinned and loaded once by a prologue (docs/ISA.md
+//! 2.2), else those of unsplit layers that fit beside the streaming plan are.
+//!
 //! Not yet: concatenation other than on axis 1; splitting a concatenation whose
 //! output stays in SRAM (its output must fit whole).
 //!
@@ -48,6 +52,7 @@ mod lower_ops;
 pub mod params;
 pub mod plan;
 pub mod prefetch;
+pub mod resident;
 pub mod seq_rule;
 pub mod simd;
 pub mod spill;
@@ -56,6 +61,7 @@ mod split_px;
 pub mod sync;
 
 pub use error::BackendError;
+pub use resident::{Residency, ResidentWeights};
 pub use spill::SplitLayer;
 
 use nnac_ir::{Graph, Op};
@@ -83,6 +89,10 @@ pub struct BackendOptions {
     /// [`BackendReport::slice_rule`]. Off by default: the HWC layout cannot meet the
     /// rule for tensors wider than 36 channels (18 at stride 2).
     pub enforce_slice_rule: bool,
+    /// Keep the parameters resident in SRAM across frames, loaded once by a
+    /// prologue: all of them when they fit with the activations, else those of
+    /// unsplit layers that fit beside the streaming plan (`resident.rs`).
+    pub resident_weights: ResidentWeights,
 }
 
 /// One lowered layer.
@@ -125,6 +135,8 @@ pub struct BackendReport {
     pub prefetched_early: usize,
     /// Walks the spill/split planner needed (1: everything fitted at once).
     pub plan_rounds: usize,
+    /// Whether the weights stay in SRAM across frames (all, some, none), and why not.
+    pub residency: Residency,
     /// Wall time per stage in microseconds (lower, alloc, emit, flags, hazard check;
     /// `nnac compile --time-passes`). Not deterministic: never part of a program.
     pub stage_us: Vec<(String, u64)>,
@@ -168,16 +180,35 @@ pub fn lower(
     } else {
         opts.tile_pixels
     };
-    let (mut low, placed, rounds) = plan_and_place(graph, hw, tp)?;
+    let pinned = match opts.resident_weights {
+        ResidentWeights::Off => Err(Residency::Off),
+        ResidentWeights::Auto => resident::try_pin(graph, hw, tp)?.map_err(Residency::Streamed),
+    };
+    let (mut low, placed, rounds, prologue_stop, residency) = match pinned {
+        Ok(p) => (p.low, p.placed, 1, Some(p.stop_job), p.residency),
+        Err(r) => {
+            let (mut low, placed, rounds) = plan_and_place(graph, hw, tp)?;
+            let some = (opts.resident_weights == ResidentWeights::Auto)
+                .then(|| resident::pin_some(&mut low, &placed, hw))
+                .flatten();
+            match some {
+                Some(p) => (low, p.placed, rounds, Some(p.stop_job), p.residency),
+                None => (low, placed, rounds, None, r),
+            }
+        }
+    };
     clock.lap("lower+alloc");
     // Prefetch as far as the flags allow: each window (in layers) is tried until
-    // the flag assignment fits; serialised queues never overlap, so get none.
+    // the flag assignment fits; serialised queues never overlap, so get none;
+    // parameters left streaming move within the body only (after the prologue).
     let span = |b: usize| (placed.addrs[b], placed.addrs[b] + low.bufs[b].size);
     let windows = prefetch::windows(hw.flags, opts.serialise);
+    let body_job = prologue_stop.map_or(0, |s| s + 1);
     let (mut early, mut assigned, mut trial) = (0, None, None);
     for &w in &windows {
         let mut jobs = low.jobs.clone();
-        early = prefetch::lookahead(&mut low.bufs.clone(), &placed.addrs, &mut jobs, &low.sp, w);
+        let mut bufs = low.bufs.clone();
+        early = prefetch::lookahead(&mut bufs, &placed.addrs, &mut jobs, &low.sp, w, body_job);
         let e = emit::emit(&jobs, &placed.addrs, hw)?;
         let mut instrs = e.instrs.clone();
         assigned = if opts.serialise {
@@ -238,9 +269,14 @@ pub fn lower(
         emitted
             .job
             .iter()
-            .map(|&j| Some(low.jobs[j].node.as_str()))
+            .map(|&j| (Some(j) != prologue_stop).then_some(low.jobs[j].node.as_str()))
             .chain(final_stop.then_some(None)),
     );
+    // The body starts after the instruction of the prologue's STOP job.
+    let body_start = prologue_stop.map(|s| {
+        let after = emitted.job.iter().position(|&j| j > s);
+        after.unwrap_or(emitted.job.len())
+    });
     let dma = instrs
         .iter()
         .filter(|i| i.class() == nnac_isa::Class::Dma)
@@ -272,6 +308,7 @@ pub fn lower(
         splits: low.sp.splits.clone(),
         prefetched_early: early,
         plan_rounds: rounds,
+        residency,
         stage_us: Vec::new(),
     };
     let program = Program {
@@ -290,6 +327,7 @@ pub fn lower(
             compiler_version: opts.compiler_version.clone(),
             hw: hw.clone(),
         },
+        body_start,
     };
     if !opts.skip_hazard_check {
         hazard_check(&program, &graph.name)?;

@@ -61,22 +61,25 @@ fn step_of(sp: &SpillState, job: usize) -> usize {
 }
 
 /// Moves parameter loads as early as free SRAM allows (see the module doc), at most
-/// `window` layers ahead of the layer that reads them (0: no move), and extends
-/// their buffers' live ranges. Returns how many buffers are now loaded more than
-/// one step before they are needed.
+/// `window` layers ahead of the layer that reads them (0: no move), never before job
+/// `first_job` (the body's first job after a prologue, `resident.rs`: a load moved
+/// into the prologue would run once per load), and extends their buffers' live
+/// ranges. Returns how many buffers are now loaded more than one step before they
+/// are needed.
 pub fn lookahead(
     bufs: &mut [Buffer],
     addrs: &[u64],
     jobs: &mut Vec<Job>,
     sp: &SpillState,
     window: usize,
+    first_job: usize,
 ) -> usize {
     if window == 0 {
         return 0;
     }
     // Sort key of every job: (position, moved-before-fixed, original index).
     let mut keys: Vec<(usize, u8, usize)> = (0..jobs.len()).map(|j| (j, 1, j)).collect();
-    let mut floor = 0usize;
+    let mut floor = first_job;
     let mut ahead = 0usize;
     // Steps of the layers whose parameters were seen so far, in order.
     let mut layers: Vec<usize> = Vec::new();

@@ -36,6 +36,8 @@ fn compile_and_check(g: Graph, shape: &[usize]) -> nnac_isa::Program {
     let q = quantize_graph(g, shape);
     let (p, _) = lower_ok(&q, &hw);
     assert_well_formed(&q, &hw, &p);
+    // Small models keep their weights resident: a prologue of one segment.
+    assert_eq!(p.prologue_segments(), 1);
     // The container round trip keeps the host ops.
     let back = nnac_isa::Program::read(&p.write().unwrap()).unwrap();
     assert_eq!(back, p);
@@ -45,18 +47,22 @@ fn compile_and_check(g: Graph, shape: &[usize]) -> nnac_isa::Program {
     p
 }
 
+/// STOPs of the body (the prologue that loads the resident weights has one more).
 fn stops(p: &nnac_isa::Program) -> usize {
-    p.instrs
+    p.instrs[p.body_start()..]
         .iter()
         .filter(|i| matches!(i, Instr::Stop(_)))
         .count()
 }
 
+/// Host ops as `op@segment`, segments counted from the body's first (the
+/// container numbers them from the prologue's, docs/ISA.md 10).
 fn host_ops(p: &nnac_isa::Program) -> Vec<String> {
+    let first_body = p.prologue_segments() as u32;
     p.host_ops
         .iter()
         .flat_map(|h| &h.ops)
-        .map(|o| format!("{}@{}", o.op, o.segment))
+        .map(|o| format!("{}@{}", o.op, o.segment - first_body))
         .collect()
 }
 

@@ -325,9 +325,20 @@ fn serialised_flags_give_the_same_bytes_out() {
     };
     let (p, rep) = lower(&q, &hw, &opts).unwrap();
     assert_eq!(rep.flags_used, 2);
+    assert!(p.body_start.is_some(), "serialised and resident");
     assert!(assert_bit_exact(&q, &p, 14, &shape) > 0);
-    let (fast, _) = lower_ok(&q, &hw);
-    // The conflict-based assignment leaves some cross-queue pairs unordered.
+    // With the weights streamed every frame (no prologue): the conflict-based
+    // assignment leaves some cross-queue pairs unordered (weight loads overlap the
+    // previous layer), the serialised one none.
+    let streamed = |serialise| BackendOptions {
+        serialise,
+        resident_weights: nnac_backend_nna::ResidentWeights::Off,
+        ..BackendOptions::default()
+    };
+    let (p, _) = lower(&q, &hw, &streamed(true)).unwrap();
+    assert!(p.body_start.is_none());
+    assert!(assert_bit_exact(&q, &p, 14, &shape) > 0);
+    let (fast, _) = lower(&q, &hw, &streamed(false)).unwrap();
     let waits = |p: &nnac_isa::Program| {
         p.instrs
             .iter()

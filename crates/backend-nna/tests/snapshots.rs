@@ -13,7 +13,9 @@
 //! instruction passes `check_instr`, the static hazard checker proves it race-free,
 //! compiling twice is byte-identical, the simulator's output equals the quantized
 //! reference interpreter's bit for bit, and no dot-product instruction breaks the
-//! address sequencer's slice rule (docs/ISA.md 4.1).
+//! address sequencer's slice rule (docs/ISA.md 4.1). Models whose weights fit keep
+//! them resident (a prologue loads them once, the listing shows the split, and the
+//! bit-exact check runs three frames after one load); the split/spill model streams.
 //!
 //! Re-blessing after an intended change (review the diff first):
 //! - with cargo-insta: `cargo insta test -p nnac-backend-nna --test snapshots`, then
@@ -27,7 +29,7 @@
 mod common;
 
 use common::*;
-use nnac_backend_nna::{lower, BackendOptions, BackendReport};
+use nnac_backend_nna::{lower, BackendOptions, BackendReport, Residency};
 use nnac_ir::{Activation, ConvTransposeAttrs, Graph, Op, PoolAttrs, PoolKind, Value};
 use nnac_isa::listing::table::listing;
 use nnac_isa::{HwConfig, Program};
@@ -102,7 +104,14 @@ fn single_conv() {
     let x = input(&mut g, &shape);
     let c = conv(&mut g, &mut rng, "conv", x, 8, 3, 1, 1);
     g.add_output("y", c);
-    let (_, _, text) = compile_checked(g, &shape, &HwConfig::fsd());
+    let (p, rep, text) = compile_checked(g, &shape, &HwConfig::fsd());
+    // The weights fit: loaded once by a prologue ending with the first STOP.
+    assert!(
+        matches!(rep.residency, Residency::Pinned { buffers: 3, .. }),
+        "{:?}",
+        rep.residency
+    );
+    assert_eq!(p.body_start, Some(4));
     insta::assert_snapshot!("single_conv", text);
 }
 
@@ -222,8 +231,15 @@ fn split_and_spill_in_small_sram() {
         sram_bytes: 48 * 1024,
         ..HwConfig::fsd()
     };
-    let (_, rep, text) = compile_checked(g, &shape, &hw);
+    let (p, rep, text) = compile_checked(g, &shape, &hw);
     assert!(!rep.splits.is_empty(), "nothing was split: {rep:?}");
+    // Too big to pin: the weights stream every frame, no prologue.
+    assert!(p.body_start.is_none());
+    assert!(
+        matches!(&rep.residency, Residency::Streamed(why) if why.contains("split")),
+        "{:?}",
+        rep.residency
+    );
     assert!(rep.spill_bytes > 0 && rep.fill_bytes > 0, "{rep:?}");
     assert!(rep.sram_peak <= hw.sram_bytes);
     insta::assert_snapshot!("split_and_spill", text);

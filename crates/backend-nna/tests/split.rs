@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use nnac_backend_nna::{lower, BackendError, BackendOptions, BackendReport};
+use nnac_backend_nna::{lower, BackendError, BackendOptions, BackendReport, ResidentWeights};
 use nnac_ir::{Graph, Op};
 use nnac_isa::{HwConfig, Instr, Program};
 
@@ -19,6 +19,21 @@ fn run_checked(q: &Graph, hw: &HwConfig, shape: &[usize], seed: u64) -> (Program
     let (p, rep) = lower_ok(q, hw);
     assert_well_formed(q, hw, &p);
     assert!(rep.sram_peak <= hw.sram_bytes, "{rep:?}");
+    assert!(assert_bit_exact(q, &p, seed, shape) > 0);
+    (p, rep)
+}
+
+/// As [`run_checked`] with the weights streamed every frame (no prologue), so the
+/// prefetch of parameter loads is what is tested.
+fn run_streamed(q: &Graph, hw: &HwConfig, shape: &[usize], seed: u64) -> (Program, BackendReport) {
+    let opts = BackendOptions {
+        resident_weights: ResidentWeights::Off,
+        ..BackendOptions::default()
+    };
+    let (p, rep) = lower(q, hw, &opts).unwrap_or_else(|e| panic!("lower: {e}"));
+    let (again, _) = lower(q, hw, &opts).unwrap();
+    assert_eq!(p.write().unwrap(), again.write().unwrap());
+    assert!(p.body_start.is_none());
     assert!(assert_bit_exact(q, &p, seed, shape) > 0);
     (p, rep)
 }
@@ -73,23 +88,7 @@ fn strided_and_pooled_convs_split_into_bands() {
 
 #[test]
 fn fully_connected_weights_stream_group_by_group() {
-    let shape = [1, 64, 4, 4];
-    let mut rng = Rng(23);
-    let mut g = Graph::new("fc");
-    let x = input(&mut g, &shape);
-    let c = conv(&mut g, &mut rng, "c0", x, 64, 1, 1, 1);
-    let f = node(
-        &mut g,
-        "flat",
-        Op::Reshape {
-            shape: vec![1, 1024],
-        },
-        &[c],
-    );
-    let fc = gemm(&mut g, &mut rng, "fc", f, 300);
-    let r = relu(&mut g, "r", fc);
-    let fc2 = gemm(&mut g, &mut rng, "fc2", r, 40);
-    g.add_output("y", fc2);
+    let (g, shape) = conv_fc_fc();
     let q = quantize_graph(g, &shape);
     // fc: 4 groups of 1024 x 96 bytes = 384 KB of weights in a 256 KB SRAM.
     let (p, rep) = run_checked(&q, &hw(256 << 10), &shape, 5);
@@ -161,7 +160,7 @@ fn weights_are_prefetched_as_far_as_sram_allows() {
     }
     g.add_output("y", v);
     let q = quantize_graph(g, &shape);
-    let (p, rep) = run_checked(&q, &HwConfig::fsd(), &shape, 7);
+    let (p, rep) = run_streamed(&q, &HwConfig::fsd(), &shape, 7);
     assert!(rep.prefetched_early > 0, "{rep:?}");
     // With SRAM to spare, every weight load precedes the first convolution.
     let first_conv = p.instrs.iter().position(|i| matches!(i, Instr::Conv(_)));
@@ -173,6 +172,7 @@ fn weights_are_prefetched_as_far_as_sram_allows() {
     // Serialised queues gain nothing from prefetching: loads stay with their layer.
     let opts = BackendOptions {
         serialise: true,
+        resident_weights: ResidentWeights::Off,
         ..BackendOptions::default()
     };
     let (ps, reps) = lower(&q, &HwConfig::fsd(), &opts).unwrap();
@@ -217,7 +217,7 @@ fn prefetch_window_shrinks_to_the_flags_available() {
     g.add_output("y", v);
     let q = quantize_graph(g, &shape);
     let few = HwConfig::from_toml_str("flags = 6").unwrap();
-    let (p, rep) = run_checked(&q, &few, &shape, 9);
+    let (p, rep) = run_streamed(&q, &few, &shape, 9);
     assert!(rep.flags_used <= 6, "{rep:?}");
     // Loads still run ahead (a window of a few layers), not serialised.
     assert!(rep.prefetched_early > 0, "{rep:?}");

@@ -30,8 +30,8 @@ pub mod listing;
 pub mod simd;
 
 pub use container::{
-    ContainerError, DramImage, HostOp, HostOps, IoDesc, IoDir, IoDtype, IoLayout, LayerTable,
-    Metadata, Program,
+    check_body_start, ContainerError, DramImage, HostOp, HostOps, IoDesc, IoDir, IoDtype, IoLayout,
+    LayerTable, Metadata, Program,
 };
 pub use error::{DecodeError, EncodeError};
 pub use flags::{FlagOps, FlagSet};

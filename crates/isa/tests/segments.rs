@@ -1,6 +1,7 @@
 //! Programs of several segments (docs/ISA.md 2.1): a STOP is a full barrier that
 //! clears every flag, the hazard checker checks each segment on its own, and the
-//! container keeps the host ops that run between segments.
+//! container keeps the host ops that run between segments. Programs split into a
+//! prologue (run once per load) and a body (run per frame), docs/ISA.md 2.2.
 
 use nnac_isa::hazard;
 use nnac_isa::{
@@ -298,4 +299,174 @@ fn program_io_must_be_8_bit() {
     p.io.push(desc("x", IoDir::Input, IoDtype::Float32, &[4], 0x100));
     let e = p.write().unwrap_err();
     assert!(e.message.contains("int8 or uint8"), "{e}");
+}
+
+// Prologue and body (docs/ISA.md 2.2): the container section, the listing
+// directive, the JSON lines, and the proof that the body never overwrites resident
+// data.
+
+/// Prologue: the weights to SRAM 0..768. Body: input, conv, output; `body_dma`
+/// replaces the input load's SRAM address (an overwrite of the weights when < 768).
+fn resident(body_in: u32) -> Program {
+    let mut p = program(vec![
+        dma(true, 0, 768, 0x20000, f()),
+        stop(),
+        dma(true, body_in, 128, 0x10000, f().set(0)),
+        conv(IN, OUT, f().wait(0).clear(0).set(2)),
+        dma(false, OUT, 128, 0x30000, f().wait(2).clear(2)),
+        stop(),
+    ]);
+    p.body_start = Some(2);
+    p
+}
+
+#[test]
+fn a_resident_program_is_clean_and_round_trips() {
+    let p = resident(IN);
+    let r = hazard::check_program(&p).unwrap();
+    assert!(r.is_clean(), "{}", r.lines().join("\n"));
+    assert_eq!(p.prologue_segments(), 1);
+    let bytes = p.write().unwrap();
+    let q = Program::read(&bytes).unwrap();
+    assert_eq!(q, p);
+    assert_eq!(q.write().unwrap(), bytes);
+
+    let d = nnac_isa::listing::disassemble(&p, None);
+    assert!(d.text.contains("STOP  ; #1 @32\n.body"), "{}", d.text);
+    let mut load = |_: &str| -> Result<Vec<u8>, String> { Err("no side files".into()) };
+    let back = nnac_isa::listing::assemble(&d.text, &mut load).unwrap();
+    assert_eq!(back.write().unwrap(), bytes);
+
+    let table = nnac_isa::listing::table::listing(&p);
+    assert!(table.contains("; body: runs once per frame"), "{table}");
+    assert!(table.contains("prologue      instructions 0..2"), "{table}");
+    let json = nnac_isa::listing::json::json_lines(&p);
+    assert!(json[1].contains("\"part\":\"prologue\""), "{}", json[1]);
+    assert!(json[2].contains("\"part\":\"body\""), "{}", json[2]);
+    // Without a prologue there is no `part` key and no `.body` line.
+    let mut whole = p.clone();
+    whole.body_start = None;
+    assert!(!nnac_isa::listing::json::json_lines(&whole)[0].contains("part"));
+    assert!(!nnac_isa::listing::disassemble(&whole, None)
+        .text
+        .contains(".body"));
+}
+
+#[test]
+fn a_body_overwriting_a_resident_byte_is_rejected() {
+    // The body's input DMA lands on weight bytes 0x100..0x180, which the conv reads.
+    let p = resident(0x100);
+    let r = hazard::check_program(&p).unwrap();
+    assert!(!r.is_clean());
+    assert_eq!(r.resident_writes.len(), 1, "{}", r.lines().join("\n"));
+    let w = &r.resident_writes[0];
+    assert_eq!(w.instr.index, 2);
+    assert_eq!(w.bytes, (0x100, 0x180));
+    let line = w.to_string();
+    assert!(
+        line.contains("#2 DMA_READ") && line.contains("resident"),
+        "{line}"
+    );
+    // The same program without the split only races within a frame: no resident
+    // finding (the conv's weights are loaded in the same segment).
+    let mut whole = p.clone();
+    whole.body_start = None;
+    assert!(hazard::check_program(&whole)
+        .unwrap()
+        .resident_writes
+        .is_empty());
+}
+
+#[test]
+fn a_compute_write_over_resident_data_is_rejected_too() {
+    let mut p = resident(IN);
+    // The conv's output overwrites weight bytes (0x200.. lies inside 0..768).
+    p.instrs[3] = conv(IN, 0x200, f().wait(0).clear(0).set(2));
+    p.instrs[4] = dma(false, 0x200, 128, 0x30000, f().wait(2).clear(2));
+    let r = hazard::check_program(&p).unwrap();
+    assert_eq!(r.resident_writes.len(), 1, "{}", r.lines().join("\n"));
+    assert_eq!(r.resident_writes[0].instr.index, 3);
+}
+
+#[test]
+fn bad_splits_are_errors_never_panics() {
+    let bad = |b: usize| {
+        let mut p = resident(IN);
+        p.body_start = Some(b);
+        p
+    };
+    for b in [0, 1, 3, 6, 99] {
+        let e = bad(b).write().unwrap_err();
+        assert!(e.message.contains("body_start"), "{b}: {e}");
+        assert!(hazard::check_program(&bad(b)).is_err(), "{b}");
+    }
+    // A host op after the prologue's STOP is refused.
+    let mut p = resident(IN);
+    p.host_ops = Some(nnac_isa::HostOps {
+        ops: vec![nnac_isa::HostOp {
+            segment: 0,
+            name: "h".into(),
+            op: "relu".into(),
+            inputs: vec![],
+            output: nnac_isa::IoDesc {
+                name: "o".into(),
+                dir: nnac_isa::IoDir::Output,
+                dtype: nnac_isa::IoDtype::Int8,
+                shape: vec![1],
+                dram_addr: 0x40000,
+                layout: nnac_isa::IoLayout::Dense,
+                scale: 1.0,
+                zero_point: 0,
+            },
+        }],
+    });
+    let e = p.write().unwrap_err();
+    assert!(e.message.contains("prologue"), "{e}");
+}
+
+#[test]
+fn malformed_prologue_sections_name_the_offset() {
+    let bytes = resident(IN).write().unwrap();
+    let at = bytes
+        .windows(4)
+        .position(|w| w == b"PROL")
+        .expect("prologue section");
+    let field = at + 8;
+    for (v, what) in [(3u8, "not the STOP"), (0, "body_start 0"), (9, "1..6")] {
+        let mut b = bytes.clone();
+        b[field] = v;
+        fix_crc(&mut b);
+        let e = Program::read(&b).unwrap_err();
+        assert_eq!(e.section, Some("prologue"), "{e}");
+        assert_eq!(e.offset, Some(field), "{e}");
+        assert!(e.message.contains(what), "{v}: {e}");
+    }
+    let mut b = bytes.clone();
+    b[at] = b'X';
+    fix_crc(&mut b);
+    let e = Program::read(&b).unwrap_err();
+    assert_eq!((e.section, e.offset), (Some("prologue"), Some(at)), "{e}");
+    let mut b = bytes.clone();
+    b[at + 4] = 2;
+    fix_crc(&mut b);
+    assert!(Program::read(&b).unwrap_err().message.contains("version 2"));
+}
+
+#[test]
+fn listing_errors_name_the_body_line() {
+    let d = nnac_isa::listing::disassemble(&resident(IN), None).text;
+    let mut load = |_: &str| -> Result<Vec<u8>, String> { Err("no side files".into()) };
+    // `.body` twice.
+    let twice = d.replace(".body", ".body\n.body");
+    let e = nnac_isa::listing::assemble(&twice, &mut load).unwrap_err();
+    assert!(e.message.contains("given twice"), "{e}");
+    // `.body` not after a STOP: moved one instruction down.
+    let lines: Vec<&str> = d.lines().collect();
+    let k = lines.iter().position(|l| l.starts_with(".body")).unwrap();
+    let mut moved: Vec<&str> = lines.clone();
+    moved.swap(k, k + 1);
+    let mut load = |_: &str| -> Result<Vec<u8>, String> { Err("no side files".into()) };
+    let e = nnac_isa::listing::assemble(&moved.join("\n"), &mut load).unwrap_err();
+    assert_eq!(e.line, k + 2, "{e}");
+    assert!(e.message.contains(".body"), "{e}");
 }

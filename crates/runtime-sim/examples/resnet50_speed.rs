@@ -275,6 +275,7 @@ fn main() {
         }],
         host_ops: None,
         layers: None,
+        body_start: None,
         meta: Metadata::default(),
     };
     let sim = Simulator::new(

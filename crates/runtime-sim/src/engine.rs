@@ -178,18 +178,26 @@ impl<'a> Engine<'a> {
         self.flag_clock.iter_mut().for_each(|c| *c = [0; 2]);
     }
 
-    /// Runs every segment to its STOP under `schedule`; after segment `k`'s STOP
-    /// (queues drained, flags cleared) calls `host(k, dram, stats)`.
+    /// Number of segments (STOPs) of the program.
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Runs segments `segs` (all: `0..segment_count()`) to their STOPs under
+    /// `schedule`; after segment `k`'s STOP (queues drained, flags cleared) calls
+    /// `host(k, dram, stats)`. DRAM and SRAM keep their contents between calls (a
+    /// prologue, then the body once per frame).
     pub fn run(
         &mut self,
         schedule: Schedule,
+        segs: std::ops::Range<usize>,
         host: &mut dyn FnMut(usize, &mut Dram, &mut RunStats) -> Result<(), SimError>,
     ) -> Result<(), SimError> {
         let mut rng = SplitMix64::new(match schedule {
             Schedule::Random { seed } => seed,
             _ => 0,
         });
-        for k in 0..self.segments.len() {
+        for k in segs {
             self.enter_segment(k);
             match schedule {
                 Schedule::Serial => self.run_serial()?,

@@ -9,8 +9,9 @@
 //! segments ending with STOP; after each STOP the host ops attached to it run on DRAM
 //! (`host.rs`, semantics from `nnac_interp::host`).
 //!
-//! Entry points: [`run`] (one frame) and [`Simulator`] (prepare once, run many
-//! frames); inputs and outputs are raw codes in each descriptor's logical order.
+//! Entry points: [`run`] (one frame) and [`Simulator`] (prepare once; a
+//! [`Session`] runs the prologue once, then the body per frame, SRAM and DRAM kept
+//! between frames); inputs and outputs are raw codes in each descriptor's logical order.
 //! [`timing::analyze`] is the cycle-approximate timing model (docs/PERFORMANCE.md).
 
 mod engine;
@@ -29,5 +30,5 @@ pub use engine::Schedule;
 pub use error::{flags_text, Hazard, HazardKind, InstrRef, SimError};
 pub use footprint::{footprint, Footprint, Intervals};
 pub use io::numel;
-pub use sim::{run, Output, RunOptions, RunResult, Simulator};
+pub use sim::{run, Output, RunOptions, RunResult, Session, Simulator};
 pub use stats::{OverflowSite, RunStats};

@@ -39,7 +39,9 @@ pub struct RunResult {
     pub stats: RunStats,
 }
 
-/// A program checked and prepared for running (footprints computed once).
+/// A program checked and prepared for running (footprints computed once). A program
+/// with a prologue (docs/ISA.md 2.2) runs it once per [`Session`], then its body
+/// once per frame.
 pub struct Simulator<'p> {
     program: &'p Program,
     footprints: Vec<Footprint>,
@@ -78,6 +80,10 @@ fn check_hw(program: &Program, given: &Option<HwConfig>) -> Result<(), SimError>
 
 fn check_structure(program: &Program) -> Result<(), SimError> {
     nnac_isa::instr::check_program(&program.instrs).map_err(SimError::Program)?;
+    if let Some(b) = program.body_start {
+        nnac_isa::check_body_start(b, &program.instrs, program.host_ops.as_ref())
+            .map_err(SimError::Program)?;
+    }
     let mut names: Vec<&str> = program.io.iter().map(|d| d.name.as_str()).collect();
     names.sort_unstable();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
@@ -173,16 +179,65 @@ impl<'p> Simulator<'p> {
         Ok(())
     }
 
-    /// Runs one frame.
+    /// Runs one frame from power-on: the prologue (if any), then the body. The
+    /// statistics cover both.
     pub fn run(&self, inputs: &[(String, Vec<u8>)]) -> Result<RunResult, SimError> {
+        let mut session = self.session()?;
+        let mut r = session.run(inputs)?;
+        let mut stats = session.prologue.clone();
+        stats.merge(&r.stats);
+        r.stats = stats;
+        Ok(r)
+    }
+
+    /// Loads the program: a fresh machine (DRAM image, zeroed SRAM) that has run the
+    /// prologue (docs/ISA.md 2.2; nothing without one). Frames then run the body on
+    /// the SRAM and DRAM the previous frame left, as the hardware would.
+    pub fn session(&self) -> Result<Session<'_, 'p>, SimError> {
         let hw = &self.program.meta.hw;
-        let mut dram = self.dram.clone();
-        self.load_inputs(inputs, &mut dram)?;
         let sram = Memory::zeroed("SRAM", 0, hw.sram_bytes as usize);
-        let mut engine = Engine::new(&self.program.instrs, &self.footprints, hw, dram, sram);
-        let host_ops = &self.host_ops;
-        let mut next = 0;
-        engine.run(self.schedule, &mut |k, dram, stats| {
+        let mut engine = Engine::new(
+            &self.program.instrs,
+            &self.footprints,
+            hw,
+            self.dram.clone(),
+            sram,
+        );
+        let first_body = self.program.prologue_segments();
+        // The container guarantees that no host op runs in the prologue.
+        engine.run(self.schedule, 0..first_body, &mut |_, _, _| Ok(()))?;
+        let prologue = std::mem::take(&mut engine.stats);
+        Ok(Session {
+            sim: self,
+            engine,
+            first_body,
+            prologue,
+        })
+    }
+}
+
+/// A loaded program (see [`Simulator::session`]): runs the body once per frame.
+pub struct Session<'s, 'p> {
+    sim: &'s Simulator<'p>,
+    engine: Engine<'s>,
+    first_body: usize,
+    /// What the prologue did (once per load; empty without a prologue).
+    pub prologue: RunStats,
+}
+
+impl Session<'_, '_> {
+    /// Runs the body on one frame's inputs; the statistics are this frame's.
+    pub fn run(&mut self, inputs: &[(String, Vec<u8>)]) -> Result<RunResult, SimError> {
+        let sim = self.sim;
+        sim.load_inputs(inputs, &mut self.engine.dram)?;
+        self.engine.stats = RunStats::default();
+        let host_ops = &sim.host_ops;
+        let mut next = host_ops
+            .iter()
+            .position(|p| p.rec.segment as usize >= self.first_body)
+            .unwrap_or(host_ops.len());
+        let segs = self.first_body..self.engine.segment_count();
+        self.engine.run(sim.schedule, segs, &mut |k, dram, stats| {
             while let Some(p) = host_ops.get(next).filter(|p| p.rec.segment as usize == k) {
                 host::run(p, dram)?;
                 stats.host_ops += 1;
@@ -190,7 +245,8 @@ impl<'p> Simulator<'p> {
             }
             Ok(())
         })?;
-        let outputs = self
+        let engine = &self.engine;
+        let outputs = sim
             .outputs()
             .map(|d| {
                 Ok(Output {
@@ -205,7 +261,7 @@ impl<'p> Simulator<'p> {
             .collect::<Result<Vec<_>, SimError>>()?;
         Ok(RunResult {
             outputs,
-            stats: engine.stats,
+            stats: engine.stats.clone(),
         })
     }
 }

@@ -15,36 +15,7 @@ const BUF_W: u32 = 0x200;
 const OUTS: [u32; 3] = [0x400, 0x500, 0x600];
 
 fn conv1x1(input: u32, out: u32, flags: FlagOps) -> Instr {
-    Instr::Conv(DotProduct {
-        flags,
-        simd: vec![fused_relu(1 << 30, 33, 0, -128, 127)],
-        in_addr: input,
-        w_addr: BUF_W,
-        out_addr: out,
-        in_h: 4,
-        in_w: 4,
-        in_c: 8,
-        out_h: 4,
-        out_w: 4,
-        out_c: 8,
-        in_row_pitch: 32,
-        in_pix_pitch: 8,
-        out_row_pitch: 32,
-        out_pix_pitch: 8,
-        pix_count: 16,
-        oc_count: 8,
-        kernel_h: 1,
-        kernel_w: 1,
-        stride_h: 1,
-        stride_w: 1,
-        dil_h: 1,
-        dil_w: 1,
-        groups: 1,
-        in_signed: true,
-        w_signed: true,
-        out_signed: true,
-        ..DotProduct::default()
-    })
+    conv4x4x8(input, BUF_W, out, flags)
 }
 
 fn read(dram: u64, sram: u32, len: u32, f: FlagOps) -> Instr {
@@ -96,6 +67,7 @@ fn program(instrs: Vec<Instr>) -> Program {
         }],
         host_ops: None,
         layers: None,
+        body_start: None,
         meta: Metadata {
             hw: small_hw(),
             ..Metadata::default()

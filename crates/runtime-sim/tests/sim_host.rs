@@ -54,6 +54,7 @@ fn transpose_program(out_shape: &[u32]) -> Program {
             }],
         }),
         layers: None,
+        body_start: None,
         meta: Metadata {
             hw: small_hw(),
             ..Metadata::default()

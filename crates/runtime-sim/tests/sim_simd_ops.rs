@@ -176,6 +176,7 @@ fn strided_dma_moves_tiles() {
         }],
         host_ops: None,
         layers: None,
+        body_start: None,
         meta: Metadata {
             hw,
             ..Metadata::default()
@@ -242,6 +243,7 @@ fn hwc_inputs_and_outputs_use_their_pitches() {
         ],
         host_ops: None,
         layers: None,
+        body_start: None,
         meta: Metadata {
             hw,
             ..Metadata::default()

@@ -9,7 +9,7 @@ use nnac_ir::{
 use nnac_isa::{HwConfig, Program};
 use nnac_passes::quant::params::{quantize, scale_zp};
 use nnac_passes::{compile_graph, run_quantized_raw, Frame, PassOptions};
-use nnac_runtime_sim::{run, RunOptions, Schedule};
+use nnac_runtime_sim::{RunOptions, Schedule, Simulator};
 use std::collections::BTreeMap;
 
 /// xorshift64*: deterministic test data.
@@ -150,11 +150,17 @@ fn raw_bytes(t: &Tensor) -> Vec<u8> {
     }
 }
 
-/// Runs `p` on the simulator (every schedule given) and compares every output byte
-/// with the quantized reference interpreter. Returns the output bytes of one run.
+/// Runs `p` on the simulator (every schedule given), three frames of different
+/// inputs after one load (a program with a prologue runs it once, then its body per
+/// frame on the SRAM the previous frame left), and compares every output byte of
+/// every frame with the quantized reference interpreter. Returns the output bytes
+/// of one frame.
 pub fn assert_bit_exact(q: &Graph, p: &Program, seed: u64, shape: &[usize]) -> usize {
-    let f = frame(seed, shape);
-    let want = run_quantized_raw(q, &f).unwrap();
+    let frames: Vec<Frame> = (0..3).map(|k| frame(seed + 1000 * k, shape)).collect();
+    let wants: Vec<_> = frames
+        .iter()
+        .map(|f| run_quantized_raw(q, f).unwrap())
+        .collect();
     let mut compared = 0;
     let randoms = (0..4).map(|k| Schedule::Random {
         seed: seed * 31 + k,
@@ -163,23 +169,29 @@ pub fn assert_bit_exact(q: &Graph, p: &Program, seed: u64, shape: &[usize]) -> u
         .into_iter()
         .chain(randoms)
     {
-        compared = 0;
         let opts = RunOptions { schedule, hw: None };
-        let got = run(p, &input_codes(q, &f), &opts).unwrap_or_else(|e| panic!("sim: {e}"));
-        assert_eq!(got.stats.acc_overflows, 0);
-        assert_eq!(got.outputs.len(), want.len());
-        for o in &got.outputs {
-            let w = raw_bytes(&want[&o.name]);
-            assert_eq!(o.data.len(), w.len(), "output {}", o.name);
-            let bad = o.data.iter().zip(&w).filter(|(a, b)| a != b).count();
-            assert_eq!(
-                bad,
-                0,
-                "output {}: {bad} of {} bytes differ",
-                o.name,
-                w.len()
-            );
-            compared += w.len();
+        let sim = Simulator::new(p, &opts).unwrap_or_else(|e| panic!("sim: {e}"));
+        let mut session = sim.session().unwrap_or_else(|e| panic!("prologue: {e}"));
+        for (k, (f, want)) in frames.iter().zip(&wants).enumerate() {
+            compared = 0;
+            let got = session
+                .run(&input_codes(q, f))
+                .unwrap_or_else(|e| panic!("sim frame {k}: {e}"));
+            assert_eq!(got.stats.acc_overflows, 0);
+            assert_eq!(got.outputs.len(), want.len());
+            for o in &got.outputs {
+                let w = raw_bytes(&want[&o.name]);
+                assert_eq!(o.data.len(), w.len(), "output {}", o.name);
+                let bad = o.data.iter().zip(&w).filter(|(a, b)| a != b).count();
+                assert_eq!(
+                    bad,
+                    0,
+                    "frame {k}, output {}: {bad} of {} bytes differ",
+                    o.name,
+                    w.len()
+                );
+                compared += w.len();
+            }
         }
     }
     compared
@@ -197,4 +209,27 @@ pub fn assert_well_formed(q: &Graph, hw: &HwConfig, p: &Program) {
     assert!(hz.is_clean(), "{}", hz.lines().join("\n"));
     let (again, _) = lower_ok(q, hw);
     assert_eq!(p.write().unwrap(), again.write().unwrap());
+}
+
+/// A 1x1 conv (64 channels, 4x4), a flatten and two fully connected layers (300 and
+/// 40 outputs): `fc` holds 4 weight groups of 1024 x 96 bytes (384 KB).
+pub fn conv_fc_fc() -> (Graph, [usize; 4]) {
+    let shape = [1, 64, 4, 4];
+    let mut rng = Rng(23);
+    let mut g = Graph::new("fc");
+    let x = input(&mut g, &shape);
+    let c = conv(&mut g, &mut rng, "c0", x, 64, 1, 1, 1);
+    let f = node(
+        &mut g,
+        "flat",
+        nnac_ir::Op::Reshape {
+            shape: vec![1, 1024],
+        },
+        &[c],
+    );
+    let fc = gemm(&mut g, &mut rng, "fc", f, 300);
+    let r = relu(&mut g, "r", fc);
+    let fc2 = gemm(&mut g, &mut rng, "fc2", r, 40);
+    g.add_output("y", fc2);
+    (g, shape)
 }

@@ -43,6 +43,11 @@ impl Program {
             l.validate(self.instrs.len()).map_err(ContainerError::new)?;
             sections.push((SectionKind::Layers, l.write()));
         }
+        if let Some(b) = self.body_start {
+            super::check_body_start(b, &self.instrs, self.host_ops.as_ref())
+                .map_err(ContainerError::new)?;
+            sections.push((SectionKind::Prologue, super::prologue::write(b)));
+        }
 
         let mut w = Writer::default();
         w.bytes(&MAGIC);
@@ -99,6 +104,14 @@ impl Program {
             )?),
             None => None,
         };
+        let body_start = match get(SectionKind::Prologue) {
+            Some((_, off, data)) => Some(super::prologue::read(
+                &mut Reader::new(data, *off, "prologue"),
+                &instrs,
+                host_ops.as_ref(),
+            )?),
+            None => None,
+        };
         Ok(Program {
             instrs,
             dram,
@@ -106,6 +119,7 @@ impl Program {
             host_ops,
             meta,
             layers,
+            body_start,
         })
     }
 }

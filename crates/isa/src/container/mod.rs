@@ -4,11 +4,13 @@ mod file;
 mod hostops;
 mod io;
 mod layers;
+mod prologue;
 mod wire;
 
 pub use hostops::{HostOp, HostOps, HOSTOPS_VERSION, MAX_HOST_INPUTS};
 pub use io::{IoDesc, IoDir, IoDtype, IoLayout};
 pub use layers::{LayerTable, NO_LAYER};
+pub use prologue::{check_body_start, prologue_segments, PROLOGUE_VERSION};
 
 use crate::hw::HwConfig;
 use crate::instr::{Instr, Located};
@@ -28,16 +30,18 @@ pub enum SectionKind {
     HostOps = 4,
     Metadata = 5,
     Layers = 6,
+    Prologue = 7,
 }
 
 impl SectionKind {
-    pub const ALL: [SectionKind; 6] = [
+    pub const ALL: [SectionKind; 7] = [
         SectionKind::Instructions,
         SectionKind::Dram,
         SectionKind::Io,
         SectionKind::HostOps,
         SectionKind::Metadata,
         SectionKind::Layers,
+        SectionKind::Prologue,
     ];
     pub fn from_u32(v: u32) -> Option<SectionKind> {
         Self::ALL.into_iter().find(|k| *k as u32 == v)
@@ -50,6 +54,7 @@ impl SectionKind {
             SectionKind::HostOps => "hostops",
             SectionKind::Metadata => "metadata",
             SectionKind::Layers => "layers",
+            SectionKind::Prologue => "prologue",
         }
     }
 }
@@ -86,6 +91,11 @@ pub struct Program {
     pub meta: Metadata,
     /// Optional layer table: the source layer of every instruction.
     pub layers: Option<LayerTable>,
+    /// Optional prologue/body split: the index of the first BODY instruction (run
+    /// once per frame); the instructions before it are the PROLOGUE (run once when
+    /// the program is loaded) and end with a STOP. `None`: the whole program runs
+    /// every frame (docs/ISA.md 2.2).
+    pub body_start: Option<usize>,
 }
 
 /// A container that cannot be read or written.
@@ -189,6 +199,16 @@ impl Program {
                 l
             })
             .collect()
+    }
+
+    /// The index of the first instruction run every frame (0 without a prologue).
+    pub fn body_start(&self) -> usize {
+        self.body_start.unwrap_or(0)
+    }
+
+    /// The segments of the prologue: `0..prologue_segments` (empty without one).
+    pub fn prologue_segments(&self) -> usize {
+        prologue_segments(self.body_start(), &self.instrs)
     }
 
     /// Encoded instruction stream size in bytes.

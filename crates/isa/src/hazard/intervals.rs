@@ -36,6 +36,25 @@ impl Intervals {
         Some((self.0.first()?.0, self.0.last()?.1))
     }
 
+    /// The bytes both sets hold.
+    pub fn intersect(&self, other: &Intervals) -> Intervals {
+        let (mut a, mut b) = (0, 0);
+        let mut out = Vec::new();
+        while a < self.0.len() && b < other.0.len() {
+            let (x, y) = (self.0[a], other.0[b]);
+            let (lo, hi) = (x.0.max(y.0), x.1.min(y.1));
+            if lo < hi {
+                out.push((lo, hi));
+            }
+            if x.1 <= y.1 {
+                a += 1;
+            } else {
+                b += 1;
+            }
+        }
+        Intervals::from_ranges(out)
+    }
+
     /// The lowest-addressed range of bytes both sets hold, if any.
     pub fn first_overlap(&self, other: &Intervals) -> Option<(u64, u64)> {
         match (self.hull(), other.hull()) {

@@ -48,6 +48,10 @@
 //!   and not (both queues drained and STOP able to start).
 //! - **flag error**: a reachable completion setting a set flag or clearing a clear one.
 //! - **flag range**: a flag number >= the hardware's `flags`.
+//! - **resident overwrite** (programs with a prologue, docs/ISA.md 2.2): a body
+//!   instruction writing an SRAM byte the prologue wrote and the body reads
+//!   ([`resident`]). The prologue's completion before the body and the all-clear
+//!   flags at every body start follow from its final STOP.
 
 pub mod explore;
 pub mod footprint;
@@ -55,12 +59,13 @@ pub mod geometry;
 pub mod intervals;
 pub mod queues;
 pub mod report;
+pub mod resident;
 
 pub use footprint::{footprint, Footprint, Space};
 pub use intervals::Intervals;
 pub use report::{
     Blocked, Conflict, Deadlock, FlagError, FlagErrorKind, FlagRange, HazardReport, InstrRef,
-    Progress, Race, RaceKind,
+    Progress, Race, RaceKind, ResidentWrite,
 };
 
 use crate::container::Program;
@@ -108,9 +113,20 @@ pub fn instr_refs(instrs: &[Instr]) -> Vec<InstrRef> {
         .collect()
 }
 
-/// Checks `p` against its own hardware configuration.
+/// Checks `p` against its own hardware configuration, with its prologue/body split.
 pub fn check_program(p: &Program) -> Result<HazardReport, HazardError> {
-    check_instrs(&p.instrs, &p.meta.hw)
+    let mut report = check_instrs(&p.instrs, &p.meta.hw)?;
+    if let Some(b) = p.body_start {
+        crate::container::check_body_start(b, &p.instrs, p.host_ops.as_ref()).map_err(
+            |message| HazardError {
+                instr: None,
+                message,
+            },
+        )?;
+        let refs = instr_refs(&p.instrs);
+        report.resident_writes = resident::resident_writes(&p.instrs, &refs, b, &p.meta.hw);
+    }
+    Ok(report)
 }
 
 /// Checks an instruction stream for `hw` (uses `hw.flags` and `hw.mac_cols`).

@@ -237,6 +237,25 @@ impl fmt::Display for FlagRange {
     }
 }
 
+/// A body instruction writing an SRAM byte the prologue wrote and the body reads
+/// (docs/ISA.md 2.2): from the second frame on, the body would read other data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResidentWrite {
+    pub instr: InstrRef,
+    /// The lowest range of resident bytes it writes, `[lo, hi)`.
+    pub bytes: (u64, u64),
+}
+
+impl fmt::Display for ResidentWrite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "resident overwrite: {} (body) writes SRAM [{:#x}, {:#x}), which the prologue loaded and the body reads: the next frame would read other data",
+            self.instr, self.bytes.0, self.bytes.1
+        )
+    }
+}
+
 /// Everything the check found, each list in a deterministic order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HazardReport {
@@ -250,6 +269,8 @@ pub struct HazardReport {
     pub flag_errors: Vec<FlagError>,
     pub races: Vec<Race>,
     pub deadlocks: Vec<Deadlock>,
+    /// Body instructions overwriting resident prologue data, in program order.
+    pub resident_writes: Vec<ResidentWrite>,
     /// Findings beyond [`super::MAX_FINDINGS`] per kind, counted but not stored.
     pub suppressed: usize,
 }
@@ -261,6 +282,7 @@ impl HazardReport {
             && self.flag_errors.is_empty()
             && self.races.is_empty()
             && self.deadlocks.is_empty()
+            && self.resident_writes.is_empty()
             && self.suppressed == 0
     }
 
@@ -270,6 +292,7 @@ impl HazardReport {
             + self.flag_errors.len()
             + self.races.len()
             + self.deadlocks.len()
+            + self.resident_writes.len()
             + self.suppressed
     }
 
@@ -280,6 +303,7 @@ impl HazardReport {
         v.extend(self.flag_errors.iter().map(ToString::to_string));
         v.extend(self.races.iter().map(ToString::to_string));
         v.extend(self.deadlocks.iter().map(ToString::to_string));
+        v.extend(self.resident_writes.iter().map(ToString::to_string));
         if self.suppressed > 0 {
             v.push(format!("... and {} more findings", self.suppressed));
         }

@@ -52,6 +52,8 @@ struct Asm<'a> {
     layer_of: Vec<Option<String>>,
     /// The host op being read (`.hostop` seen, `.hostout` maybe not yet) and its line.
     host: Option<(PendingHost, usize)>,
+    /// The `.body` line, if any: the prologue/body split is checked at the end.
+    body_line: usize,
 }
 
 /// A host op whose `.hostin` / `.hostout` lines are still being read.
@@ -77,6 +79,7 @@ pub fn assemble<'a>(text: &str, load: &'a mut Loader<'a>) -> Result<Program, Asm
         layer: None,
         layer_of: Vec::new(),
         host: None,
+        body_line: 0,
     };
     for (i, line) in text.lines().enumerate() {
         a.line = i + 1;
@@ -258,6 +261,11 @@ impl Asm<'_> {
                     h.output = Some(d);
                 }
             }
+            ".body" => {
+                self.once(head, ".body")?;
+                self.p.body_start = Some(self.p.instrs.len());
+                self.body_line = self.line;
+            }
             ".layers" => {
                 self.once(head, ".layers")?;
                 self.has_layers = true;
@@ -410,6 +418,14 @@ impl Asm<'_> {
                 col: 1,
                 message: m,
             })?;
+        }
+        if let Some(b) = self.p.body_start {
+            crate::container::check_body_start(b, &self.p.instrs, self.p.host_ops.as_ref())
+                .map_err(|m| AsmError {
+                    line: self.body_line,
+                    col: 1,
+                    message: format!(".body: {m}"),
+                })?;
         }
         Ok(self.p)
     }

@@ -76,7 +76,8 @@ pub fn host_op_json(op: &HostOp) -> Value {
 }
 
 /// One compact JSON line per instruction; a STOP carries the host ops that run
-/// after it (`host_ops`).
+/// after it (`host_ops`); with a prologue, every instruction says which `part`
+/// (`"prologue"` or `"body"`) it is in.
 pub fn json_lines(p: &Program) -> Vec<String> {
     let mut offset = 0;
     let mut segment = 0usize;
@@ -87,6 +88,9 @@ pub fn json_lines(p: &Program) -> Vec<String> {
             let mut v = instr_json(i, offset, ins);
             if let Some(t) = &p.layers {
                 v["layer"] = json!(t.name_of(i));
+            }
+            if let Some(b) = p.body_start {
+                v["part"] = json!(if i < b { "prologue" } else { "body" });
             }
             if let (Instr::Stop(_), Some(h)) = (ins, &p.host_ops) {
                 v["host_ops"] = json!(h.after(segment).map(host_op_json).collect::<Vec<_>>());

@@ -74,6 +74,13 @@ pub fn listing(p: &Program) -> String {
     let mut layer = None;
     let mut segment = 0usize;
     for (i, (r, ins)) in rows.iter().zip(&p.instrs).enumerate() {
+        if i == 0 && p.body_start.is_some() {
+            out.push_str("; prologue: runs once when the program is loaded\n");
+        }
+        if p.body_start == Some(i) {
+            out.push_str("; body: runs once per frame\n");
+            layer = None;
+        }
         if let Some(now) = p.layers.as_ref().and_then(|t| t.name_of(i)) {
             if layer != Some(now) {
                 out.push_str(&format!("; layer {now}\n"));
@@ -145,6 +152,14 @@ pub fn summary(p: &Program) -> String {
     match &p.layers {
         None => s.push_str("  layers        absent\n"),
         Some(t) => s.push_str(&format!("  layers        {} layer names\n", t.names.len())),
+    }
+    match p.body_start {
+        None => s.push_str("  prologue      absent (the whole program runs every frame)\n"),
+        Some(b) => s.push_str(&format!(
+            "  prologue      instructions 0..{b} ({} segment(s)) once per load; body {b}..{} per frame\n",
+            p.prologue_segments(),
+            p.instrs.len()
+        )),
     }
     s.push_str(&format!(
         "  metadata      model {:?}, compiler {:?}, hw {}x{} MACs, {} B SRAM, {} flags (fingerprint {:#018x})\n",

@@ -79,6 +79,11 @@ pub fn disassemble(p: &Program, dram_side_file: Option<&str>) -> Disassembly {
     let mut layer: Option<&str> = None;
     let mut segment = 0usize;
     for (i, ins) in p.instrs.iter().enumerate() {
+        if p.body_start == Some(i) {
+            out.push_str(
+                ".body  ; the prologue above runs once per load, the body below once per frame\n",
+            );
+        }
         if let Some(t) = &p.layers {
             let now = t.name_of(i);
             if now != layer {

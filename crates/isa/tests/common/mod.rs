@@ -234,16 +234,30 @@ pub fn random_program(src: &mut Src) -> Program {
             .collect();
         nnac_isa::LayerTable::from_names(per_instr.iter().map(|n| n.as_deref()))
     });
+    let meta = Metadata {
+        source_model: random_string(src),
+        compiler_version: random_string(src),
+        hw,
+    };
+    // Now and then a prologue: the first segment, when a body follows and no host op
+    // runs after it.
+    let first_stop = instrs.iter().position(|i| matches!(i, Instr::Stop(_)));
+    let body_start = first_stop
+        .map(|s| s + 1)
+        .filter(|&b| b < instrs.len())
+        .filter(|_| {
+            host_ops
+                .as_ref()
+                .is_none_or(|h: &HostOps| h.ops.iter().all(|o| o.segment >= 1))
+        })
+        .filter(|_| src.below(2) == 0);
     Program {
         instrs,
         dram,
         io,
         host_ops,
         layers,
-        meta: Metadata {
-            source_model: random_string(src),
-            compiler_version: random_string(src),
-            hw,
-        },
+        meta,
+        body_start,
     }
 }

@@ -113,17 +113,20 @@ fn fallback_names(instrs: &[Instr]) -> Vec<String> {
     out
 }
 
-/// Sums the timeline per layer, in order of each layer's first instruction.
+/// Sums the timeline per layer over the instructions from `from` on (the body of a
+/// program with a prologue, docs/PERFORMANCE.md 1.1), in order of each layer's
+/// first instruction.
 pub fn aggregate(
     instrs: &[Instr],
     costs: &[InstrCost],
     tl: &Timeline,
     names: &[String],
-    rows: u64,
-    cols: u64,
+    from: usize,
+    dims: (u64, u64),
 ) -> Vec<LayerProfile> {
+    let (rows, cols) = dims;
     let mut by_name: BTreeMap<&str, (LayerProfile, Coverage)> = BTreeMap::new();
-    for (i, ins) in instrs.iter().enumerate() {
+    for (i, ins) in instrs.iter().enumerate().skip(from) {
         let (l, cov) = by_name
             .entry(names[i].as_str())
             .or_insert_with(|| (LayerProfile::new(names[i].clone(), i), Coverage::default()));

@@ -72,11 +72,26 @@ fn host_ops(p: &Program) -> Vec<HostOpSummary> {
         .collect()
 }
 
-/// The timing of one program on one hardware configuration.
+/// What the prologue of a program costs (run once per load, docs/ISA.md 2.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrologueProfile {
+    /// Instructions of the prologue, STOPs included (= the body's first index).
+    pub instructions: usize,
+    pub segments: usize,
+    /// NNA cycles from the start to the prologue's last STOP.
+    pub cycles: u64,
+    pub dram_read: u64,
+    pub dram_written: u64,
+}
+
+/// The timing of one program on one hardware configuration. With a prologue, every
+/// per-frame figure (cycles, MACs, DRAM bytes, charges, layers) is the body's: the
+/// steady state of one frame; the prologue is in [`Profile::prologue`].
 #[derive(Debug, Clone)]
 pub struct Profile {
     pub params: TimingParams,
-    /// NNA cycles, all segments (host-op time excluded).
+    /// NNA cycles of one frame: all segments of the body (the whole program without
+    /// a prologue); host-op time excluded.
     pub total_cycles: u64,
     pub macs: u64,
     pub dram_read: u64,
@@ -84,6 +99,10 @@ pub struct Profile {
     /// DRAM traffic lower bound: DRAM image (weights, constants) once plus every
     /// input and output tensor once.
     pub dram_lower_bound: u64,
+    /// Bytes of every input and output tensor once: the least a frame moves.
+    pub io_bytes: u64,
+    /// The run-once part, when the program has one.
+    pub prologue: Option<PrologueProfile>,
     /// Highest SRAM byte any instruction touches, plus one.
     pub sram_peak: u64,
     /// Host operations run between segments (their time is not NNA time and is not
@@ -104,7 +123,7 @@ impl Profile {
     pub fn seconds(&self) -> f64 {
         self.params.seconds(self.total_cycles)
     }
-    /// Frames per second at the configured clock (one frame = one program run).
+    /// Frames per second at the configured clock (one frame = one run of the body).
     pub fn fps(&self) -> f64 {
         let s = self.seconds();
         if s > 0.0 {
@@ -159,10 +178,34 @@ fn footprints(p: &Program) -> Result<Vec<Footprint>, TimingError> {
         .collect()
 }
 
-fn total_charge(tl: &Timeline) -> Charge {
+/// The charge of the instructions from `from` on (every cycle of their segments).
+fn total_charge(tl: &Timeline, from: usize) -> Charge {
     let mut c = Charge::default();
-    tl.instrs.iter().for_each(|t| c.add(&t.charge));
+    tl.instrs.iter().skip(from).for_each(|t| c.add(&t.charge));
     c
+}
+
+/// The prologue's cost: its segments' cycles and its DMA bytes.
+fn prologue_profile(p: &Program, costs: &[InstrCost], tl: &Timeline) -> Option<PrologueProfile> {
+    let b = p.body_start?;
+    let segments = p.prologue_segments();
+    let (mut dram_read, mut dram_written) = (0, 0);
+    for c in &costs[..b] {
+        if let InstrCost::Dma(d) = c {
+            dram_read += d.dram_read;
+            dram_written += d.dram_written;
+        }
+    }
+    Some(PrologueProfile {
+        instructions: b,
+        segments,
+        cycles: segments
+            .checked_sub(1)
+            .and_then(|k| tl.segments.get(k))
+            .map_or(0, |s| s.end),
+        dram_read,
+        dram_written,
+    })
 }
 
 /// Times `program` on `hw` (its own configuration when `None`).
@@ -206,7 +249,10 @@ pub fn analyze_with(
         None => TimingError(e.message),
     })?;
     let names = layers::layer_names(&program.instrs, program.layers.as_ref());
-    let layers = layers::aggregate(&program.instrs, &costs, &tl, &names, prm.rows, prm.cols);
+    let body = program.body_start();
+    let dims = (prm.rows, prm.cols);
+    let layers = layers::aggregate(&program.instrs, &costs, &tl, &names, body, dims);
+    let prologue = prologue_profile(program, &costs, &tl);
     let sum = |f: fn(&LayerProfile) -> u64| layers.iter().map(f).sum::<u64>();
     let io_bytes: u64 = program
         .io
@@ -221,14 +267,16 @@ pub fn analyze_with(
         .max()
         .unwrap_or(0);
     Ok(Profile {
-        total_cycles: tl.total_cycles(),
+        total_cycles: tl.total_cycles() - prologue.map_or(0, |p| p.cycles),
         macs: sum(|l| l.macs),
         dram_read: sum(|l| l.dram_read),
         dram_written: sum(|l| l.dram_written),
         dram_lower_bound: program.dram.bytes.len() as u64 + io_bytes,
+        io_bytes,
+        prologue,
         sram_peak,
         host_ops: host_ops(program),
-        charge: total_charge(&tl),
+        charge: total_charge(&tl, body),
         broken_slices: sum(|l| l.broken_slices),
         layers,
         mnemonics: program.instrs.iter().map(|i| i.mnemonic()).collect(),

@@ -97,6 +97,7 @@ pub fn run_one(
         }],
         host_ops: None,
         layers: None,
+        body_start: None,
         meta: Metadata {
             hw: hw.clone(),
             ..Metadata::default()
@@ -201,4 +202,39 @@ pub fn per_channel_relu(zp: i16, lo: i16, hi: i16) -> SimdInstr {
 
 pub fn chan_entry(c: [i32; 4]) -> [u8; 16] {
     ChanParams(c).to_bytes()
+}
+
+/// A 1x1 convolution 4x4x8 -> 4x4x8 (signed, FusedReLU requantization), weights at
+/// `w` (64 bytes), input and output 128 bytes each.
+pub fn conv4x4x8(input: u32, w: u32, out: u32, flags: FlagOps) -> Instr {
+    Instr::Conv(DotProduct {
+        flags,
+        simd: vec![fused_relu(1 << 30, 33, 0, -128, 127)],
+        in_addr: input,
+        w_addr: w,
+        out_addr: out,
+        in_h: 4,
+        in_w: 4,
+        in_c: 8,
+        out_h: 4,
+        out_w: 4,
+        out_c: 8,
+        in_row_pitch: 32,
+        in_pix_pitch: 8,
+        out_row_pitch: 32,
+        out_pix_pitch: 8,
+        pix_count: 16,
+        oc_count: 8,
+        kernel_h: 1,
+        kernel_w: 1,
+        stride_h: 1,
+        stride_w: 1,
+        dil_h: 1,
+        dil_w: 1,
+        groups: 1,
+        in_signed: true,
+        w_signed: true,
+        out_signed: true,
+        ..DotProduct::default()
+    })
 }
