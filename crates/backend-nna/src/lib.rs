@@ -48,6 +48,7 @@ pub mod params;
 pub mod plan;
 pub mod prefetch;
 pub mod seq_rule;
+mod seq_tiles;
 pub mod simd;
 pub mod spill;
 pub mod split;
@@ -64,7 +65,7 @@ use nnac_isa::{DramImage, HwConfig, Instr, Metadata, Program};
 pub const SRAM_ALIGN: u64 = 64;
 
 /// Backend options.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackendOptions {
     /// Output pixels per tile of unpooled layers; 0 = `mac_rows` (one 96-pixel slice).
     pub tile_pixels: u32,
@@ -78,10 +79,23 @@ pub struct BackendOptions {
     /// Recorded in the program metadata.
     pub compiler_version: String,
     /// Refuse a program whose dot-product instructions break the address
-    /// sequencer's slice rule (docs/ISA.md 4.1) instead of listing the layers in
-    /// [`BackendReport::slice_rule`]. Off by default: the HWC layout cannot meet the
-    /// rule for tensors wider than 36 channels (18 at stride 2).
+    /// sequencer's slice rule (docs/ISA.md 4.1). On by default (the planar layout
+    /// and row-aligned tiles meet it); off, the violations are only listed in
+    /// [`BackendReport::slice_rule`].
     pub enforce_slice_rule: bool,
+}
+
+impl Default for BackendOptions {
+    fn default() -> BackendOptions {
+        BackendOptions {
+            tile_pixels: 0,
+            serialise: false,
+            skip_hazard_check: false,
+            source_model: String::new(),
+            compiler_version: String::new(),
+            enforce_slice_rule: true,
+        }
+    }
 }
 
 /// One lowered layer.
@@ -168,6 +182,12 @@ pub fn lower(
         opts.tile_pixels
     };
     let (mut low, placed, rounds) = plan_and_place(graph, hw, tp)?;
+    for (j, added) in seq_tiles::retile(&mut low.jobs, hw.mac_rows) {
+        let node = &low.jobs[j].node;
+        if let Some(l) = low.layers.iter_mut().find(|l| &l.0 == node) {
+            l.2 = l.2.saturating_add_signed(added);
+        }
+    }
     clock.lap("lower+alloc");
     // Prefetch as far as the flags allow: each window (in layers) is tried until
     // the flag assignment fits; serialised queues never overlap, so get none.

@@ -178,10 +178,11 @@ impl<'g> Walk<'g> {
                 let whole = self.use_value(Value::new(cat, 0)).expect("just placed");
                 act.pix_pitch = whole.act.pix_pitch;
                 act.row_pitch = whole.act.row_pitch;
+                act.chan_pitch = whole.act.chan_pitch;
                 Placed {
                     act,
                     buf: whole.buf,
-                    off: u64::from(c_off),
+                    off: u64::from(c_off) * u64::from(whole.act.chan_pitch),
                 }
             }
             None => {
@@ -279,8 +280,10 @@ impl<'g> Walk<'g> {
             c: a.c,
             in_row_pitch: a.row_pitch,
             in_pix_pitch: a.pix_pitch,
+            in_chan_pitch: a.chan_pitch,
             out_row_pitch: d.row_pitch,
             out_pix_pitch: d.pix_pitch,
+            out_chan_pitch: d.chan_pitch,
             in_signed: a.signed,
             out_signed: d.signed,
             in_zero: i16::try_from(a.zero_point).map_err(|_| "zero point out of range")?,
@@ -290,7 +293,8 @@ impl<'g> Walk<'g> {
         let tiles = crate::job::tiles(a.pixels(), a.c, self.tile_pixels, self.hw.mac_cols);
         let name = self.g.node(id).name.clone();
         // The SCALE reads no channel table; any buffer will do for its address.
-        let bufs = [src.loc(), (dst.buf, dst.off + u64::from(c_off)), src.loc()];
+        let at = dst.off + u64::from(c_off) * u64::from(d.chan_pitch);
+        let bufs = [src.loc(), (dst.buf, at), src.loc()];
         self.out
             .layers
             .push((name.clone(), "SCALE".into(), tiles.len()));
@@ -474,29 +478,19 @@ impl<'g> Walk<'g> {
         Ok(())
     }
 
-    /// The DMA moving a whole activation between DRAM (same pitches) and SRAM.
+    /// The DMA moving a whole activation between DRAM (dense NCHW, the same layout)
+    /// and SRAM.
     pub(crate) fn act_dma(a: &Act, dram_addr: u64) -> Dma {
         Dma {
             dram_addr,
-            sram_addr: 0,
-            rows: a.h,
-            row_len: a.row_data_len(),
-            dram_stride: u64::from(a.row_pitch),
-            sram_stride: a.row_pitch,
-            ..Dma::default()
+            ..a.rows_dma(0, a.h, a.chan_pitch)
         }
     }
 
     /// Descriptor of a graph input/output (its DRAM address is set by `place_io`).
     fn io_desc(&self, name: &str, dir: IoDir, a: &Act, shape: &[usize]) -> IoDesc {
-        let layout = if a.rank == 4 {
-            IoLayout::Hwc {
-                row_pitch: a.row_pitch,
-                pix_pitch: a.pix_pitch,
-            }
-        } else {
-            IoLayout::Dense
-        };
+        // The planar SRAM layout is dense NCHW: one DMA moves the tensor.
+        let layout = IoLayout::Dense;
         IoDesc {
             name: name.to_string(),
             dir,

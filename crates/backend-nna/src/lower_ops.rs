@@ -271,8 +271,10 @@ impl Walk<'_> {
             c: xa.c,
             in_row_pitch: xa.row_pitch,
             in_pix_pitch: xa.pix_pitch,
+            in_chan_pitch: xa.chan_pitch,
             out_row_pitch: oa.row_pitch,
             out_pix_pitch: oa.pix_pitch,
+            out_chan_pitch: oa.chan_pitch,
             in_signed: xa.signed,
             out_signed: oa.signed,
             in_zero: i16_of(xa.zero_point, "input zero point")?,
@@ -283,9 +285,11 @@ impl Walk<'_> {
             return self.px_split(id, &[xs], out, cb, |rows, l, o, tiles| JobKind::Scale {
                 t: Scale {
                     h: rows,
+                    in_chan_pitch: l[0].1,
+                    out_chan_pitch: o.1,
                     ..t.clone()
                 },
-                bufs: [l[0], o, (cb, 0)],
+                bufs: [l[0].0, o.0, (cb, 0)],
                 tiles,
             });
         }
@@ -325,10 +329,13 @@ impl Walk<'_> {
             c: aa.c,
             a_row_pitch: aa.row_pitch,
             a_pix_pitch: aa.pix_pitch,
+            a_chan_pitch: aa.chan_pitch,
             b_row_pitch: ba.row_pitch,
             b_pix_pitch: ba.pix_pitch,
+            b_chan_pitch: ba.chan_pitch,
             out_row_pitch: oa.row_pitch,
             out_pix_pitch: oa.pix_pitch,
+            out_chan_pitch: oa.chan_pitch,
             a_signed: aa.signed,
             b_signed: ba.signed,
             out_signed: oa.signed,
@@ -347,9 +354,12 @@ impl Walk<'_> {
             return self.px_split(id, &ins, out, cb, |rows, l, o, tiles| JobKind::Eltwise {
                 t: Eltwise {
                     h: rows,
+                    a_chan_pitch: l[0].1,
+                    b_chan_pitch: l[1].1,
+                    out_chan_pitch: o.1,
                     ..t.clone()
                 },
-                bufs: [l[0], l[1], o, (cb, 0)],
+                bufs: [l[0].0, l[1].0, o.0, (cb, 0)],
                 tiles,
             });
         }
@@ -389,6 +399,7 @@ fn check_stored(t: &DotProduct, a: &Act) -> Result<(), String> {
 fn out_fields(t: &mut DotProduct, a: &Act) -> Result<(), String> {
     t.out_row_pitch = a.row_pitch;
     t.out_pix_pitch = a.pix_pitch;
+    t.out_chan_pitch = a.chan_pitch;
     t.out_signed = a.signed;
     t.out_zero = i16_of(a.zero_point, "output zero point")?;
     Ok(())
@@ -484,6 +495,7 @@ fn dot_base(x: &Act, simd: Vec<SimdInstr>) -> Result<DotProduct, String> {
         in_c: x.c,
         in_row_pitch: x.row_pitch,
         in_pix_pitch: x.pix_pitch,
+        in_chan_pitch: x.chan_pitch,
         stride_h: 1,
         stride_w: 1,
         dil_h: 1,

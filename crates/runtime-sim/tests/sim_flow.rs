@@ -30,6 +30,8 @@ fn conv1x1(input: u32, out: u32, flags: FlagOps) -> Instr {
         in_row_pitch: 32,
         in_pix_pitch: 8,
         out_row_pitch: 32,
+        in_chan_pitch: 1,
+        out_chan_pitch: 1,
         out_pix_pitch: 8,
         pix_count: 16,
         oc_count: 8,

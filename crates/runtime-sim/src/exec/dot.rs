@@ -41,6 +41,18 @@ pub fn widen(dst: &mut [i16], src: &[u8], signed: bool) {
     }
 }
 
+/// [`widen`] of strided bytes.
+#[inline]
+fn widen_iter<'a>(dst: &mut [i16], src: impl Iterator<Item = &'a u8>, signed: bool) {
+    for (o, &b) in dst.iter_mut().zip(src) {
+        *o = if signed {
+            i16::from(b as i8)
+        } else {
+            i16::from(b)
+        };
+    }
+}
+
 /// Gathers the patch rows of `pixels` for convolution group `group` into `dst`
 /// (`pixels.len()` rows of `kpad`), in term order (ky, kx, ic).
 fn gather_patch(
@@ -64,11 +76,11 @@ fn gather_patch(
                 let seg = &mut row[t..t + icpg];
                 match (iy, g.in_col(ox, kx)) {
                     (Some(iy), Some(ix)) => {
-                        widen(
-                            seg,
-                            sram.slice(g.input.at(iy, ix, c0), g.icpg)?,
-                            d.in_signed,
-                        );
+                        let src = g.input.chans(sram, (iy, ix), c0, g.icpg)?;
+                        match src.contiguous() {
+                            Some(b) => widen(seg, b, d.in_signed),
+                            None => widen_iter(seg, src.iter(), d.in_signed),
+                        }
                     }
                     _ => seg.fill(zero),
                 }
@@ -216,9 +228,8 @@ fn store(g: &DotGeom, prepool: &[u8], sram: &mut Memory) -> Result<(), String> {
     match &g.pool {
         None => {
             for (i, row) in prepool.chunks_exact(oc).enumerate() {
-                let (y, x) = g.pix.yx(g.pix.start + i as u64);
-                sram.slice_mut(g.output.at(y, x, g.oc_start), g.oc_count)?
-                    .copy_from_slice(row);
+                let yx = g.pix.yx(g.pix.start + i as u64);
+                g.output.store(sram, yx, g.oc_start, row)?;
             }
         }
         Some(pg) => {
@@ -229,8 +240,7 @@ fn store(g: &DotGeom, prepool: &[u8], sram: &mut Memory) -> Result<(), String> {
                         prepool[((y * g.out_w + x - g.pix.start) as usize) * oc + c]
                     });
                 }
-                sram.slice_mut(g.output.at(w.py, w.px, g.oc_start), g.oc_count)?
-                    .copy_from_slice(&buf);
+                g.output.store(sram, (w.py, w.px), g.oc_start, &buf)?;
             }
         }
     }

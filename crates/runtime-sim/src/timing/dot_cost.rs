@@ -233,6 +233,8 @@ mod tests {
             in_row_pitch: pix_pitch * hw,
             out_pix_pitch: out_c,
             out_row_pitch: out_c * hw,
+            in_chan_pitch: 1,
+            out_chan_pitch: 1,
             pix_count: hw * hw,
             oc_count: out_c,
             kernel_h: k,
