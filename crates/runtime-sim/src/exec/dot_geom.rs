@@ -1,7 +1,7 @@
 //! Validated geometry of a CONV / DECONV / INNER_PRODUCT instruction.
 
 use super::pool::PoolGeom;
-use super::tensor::{Hwc, PixRange};
+use super::tensor::{ActView, PixRange};
 use nnac_isa::{DotProduct, HwConfig, PoolKind};
 
 /// Which dot-product instruction.
@@ -38,8 +38,8 @@ pub struct DotGeom {
     pub oc_count: u64,
     /// MAC array columns: output channels per weight group.
     pub mac_cols: u64,
-    pub input: Hwc,
-    pub output: Hwc,
+    pub input: ActView,
+    pub output: ActView,
     pub pool: Option<PoolGeom>,
 }
 
@@ -169,8 +169,8 @@ impl DotGeom {
             oc_start: u(d.oc_start),
             oc_count: u(d.oc_count),
             mac_cols: u(hw.mac_cols),
-            input: Hwc::new(d.in_addr, d.in_row_pitch, d.in_pix_pitch, d.in_chan_pitch),
-            output: Hwc::new(
+            input: ActView::new(d.in_addr, d.in_row_pitch, d.in_pix_pitch, d.in_chan_pitch),
+            output: ActView::new(
                 d.out_addr,
                 d.out_row_pitch,
                 d.out_pix_pitch,

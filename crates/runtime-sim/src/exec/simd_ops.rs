@@ -4,7 +4,7 @@
 
 use super::dot_geom::check_layout;
 use super::postproc::{read_chan, Post};
-use super::tensor::{Hwc, PixRange};
+use super::tensor::{ActView, PixRange};
 use super::ExecStats;
 use crate::memory::Memory;
 use nnac_isa::arith::{code_value, eltwise_combine, eltwise_rescale};
@@ -96,7 +96,7 @@ where
     Ok((all, stats))
 }
 
-fn store(tile: &Tile, out: &Hwc, bytes: &[u8], sram: &mut Memory) -> Result<(), String> {
+fn store(tile: &Tile, out: &ActView, bytes: &[u8], sram: &mut Memory) -> Result<(), String> {
     for ((y, x), row) in tile.pixels().zip(bytes.chunks_exact(tile.cn as usize)) {
         out.store(sram, (y, x), tile.c0, row)?;
     }
@@ -137,7 +137,7 @@ pub fn eltwise_tile(e: &Eltwise) -> Result<Tile, String> {
 /// SCALE: `acc = code - in_zero`, then the SIMD program with the channel's parameters.
 pub fn execute_scale(s: &Scale, hw: &HwConfig, sram: &mut Memory) -> Result<ExecStats, String> {
     let tile = scale_tile(s)?;
-    let input = Hwc::new(s.in_addr, s.in_row_pitch, s.in_pix_pitch, s.in_chan_pitch);
+    let input = ActView::new(s.in_addr, s.in_row_pitch, s.in_pix_pitch, s.in_chan_pitch);
     let chan = read_chan(sram, s.chan_addr, tile.cn, &s.simd)?;
     let post = Post::new(&s.simd, s.out_signed, &chan);
     let sram_ro: &Memory = sram;
@@ -155,7 +155,7 @@ pub fn execute_scale(s: &Scale, hw: &HwConfig, sram: &mut Memory) -> Result<Exec
     })?;
     store(
         &tile,
-        &Hwc::new(
+        &ActView::new(
             s.out_addr,
             s.out_row_pitch,
             s.out_pix_pitch,
@@ -174,8 +174,8 @@ const ZERO_BIAS: [i64; 64] = [0; 64];
 /// then the SIMD program with the channel's parameters.
 pub fn execute_eltwise(e: &Eltwise, hw: &HwConfig, sram: &mut Memory) -> Result<ExecStats, String> {
     let tile = eltwise_tile(e)?;
-    let a = Hwc::new(e.a_addr, e.a_row_pitch, e.a_pix_pitch, e.a_chan_pitch);
-    let b = Hwc::new(e.b_addr, e.b_row_pitch, e.b_pix_pitch, e.b_chan_pitch);
+    let a = ActView::new(e.a_addr, e.a_row_pitch, e.a_pix_pitch, e.a_chan_pitch);
+    let b = ActView::new(e.b_addr, e.b_row_pitch, e.b_pix_pitch, e.b_chan_pitch);
     let chan = read_chan(sram, e.chan_addr, tile.cn, &e.simd)?;
     let post = Post::new(&e.simd, e.out_signed, &chan);
     let (az, bz) = (i32::from(e.a_zero), i32::from(e.b_zero));
@@ -216,7 +216,7 @@ pub fn execute_eltwise(e: &Eltwise, hw: &HwConfig, sram: &mut Memory) -> Result<
     })?;
     store(
         &tile,
-        &Hwc::new(
+        &ActView::new(
             e.out_addr,
             e.out_row_pitch,
             e.out_pix_pitch,

@@ -4,18 +4,18 @@
 
 use crate::memory::Memory;
 
-/// A pitched activation tensor view.
+/// A pitched activation tensor view (any layout: HWC, planar, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Hwc {
+pub struct ActView {
     pub addr: u64,
     pub row_pitch: u64,
     pub pix_pitch: u64,
     pub chan_pitch: u64,
 }
 
-impl Hwc {
-    pub fn new(addr: u32, row_pitch: u32, pix_pitch: u32, chan_pitch: u32) -> Hwc {
-        Hwc {
+impl ActView {
+    pub fn new(addr: u32, row_pitch: u32, pix_pitch: u32, chan_pitch: u32) -> ActView {
+        ActView {
             addr: u64::from(addr),
             row_pitch: u64::from(row_pitch),
             pix_pitch: u64::from(pix_pitch),
