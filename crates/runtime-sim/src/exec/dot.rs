@@ -12,6 +12,7 @@
 use super::dot_geom::{DotGeom, DotKind};
 use super::gemm::{dot_exact, fits_i32, gemm, padded_len, PairWeights};
 use super::postproc::{ChannelTable, Post};
+use super::tensor::Strided;
 use super::weights::pair_weights;
 use super::ExecStats;
 use crate::memory::Memory;
@@ -41,15 +42,17 @@ pub fn widen(dst: &mut [i16], src: &[u8], signed: bool) {
     }
 }
 
-/// [`widen`] of strided bytes.
+/// [`widen`] of strided bytes (channels `chan_pitch` apart).
 #[inline]
-fn widen_iter<'a>(dst: &mut [i16], src: impl Iterator<Item = &'a u8>, signed: bool) {
-    for (o, &b) in dst.iter_mut().zip(src) {
-        *o = if signed {
-            i16::from(b as i8)
-        } else {
-            i16::from(b)
-        };
+fn widen_strided(dst: &mut [i16], src: &Strided<'_>, signed: bool) {
+    if signed {
+        for (i, o) in dst.iter_mut().enumerate() {
+            *o = i16::from(src.get(i) as i8);
+        }
+    } else {
+        for (i, o) in dst.iter_mut().enumerate() {
+            *o = i16::from(src.get(i));
+        }
     }
 }
 
@@ -79,7 +82,7 @@ fn gather_patch(
                         let src = g.input.chans(sram, (iy, ix), c0, g.icpg)?;
                         match src.contiguous() {
                             Some(b) => widen(seg, b, d.in_signed),
-                            None => widen_iter(seg, src.iter(), d.in_signed),
+                            None => widen_strided(seg, &src, d.in_signed),
                         }
                     }
                     _ => seg.fill(zero),

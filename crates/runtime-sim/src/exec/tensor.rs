@@ -86,6 +86,12 @@ impl<'m> Strided<'m> {
     pub fn contiguous(&self) -> Option<&'m [u8]> {
         (self.step == 1).then_some(self.bytes)
     }
+
+    /// Byte `i` (the `i`-th channel); `i` below the channel count asked for.
+    #[inline]
+    pub fn get(&self, i: usize) -> u8 {
+        self.bytes[i * self.step]
+    }
 }
 
 /// The flattened pixel range of a tile, with its first and last (y, x).
