@@ -31,8 +31,8 @@
 //! Not yet: concatenation other than on axis 1; splitting a concatenation whose
 //! output stays in SRAM (its output must fit whole).
 //!
-//! Layouts (docs/ISA.md section 4): activations HWC with `PP = C` rounded up to 8 and
-//! `RP = W*PP`; weights in groups of `mac_cols` output channels, one contiguous
+//! Layouts (docs/ISA.md section 4): activations planar (CHW: `PP = 1`, `RP = W`,
+//! `CP = H*W`, i.e. dense NCHW); weights in groups of `mac_cols` output channels, one contiguous
 //! `mac_cols`-byte vector per (ic, ky, kx); int32 bias; 16-byte channel entries
 //! `[multiplier, shift, scale, bias]`.
 

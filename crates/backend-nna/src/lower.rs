@@ -385,7 +385,7 @@ impl<'g> Walk<'g> {
     }
 
     /// A reshape to `[1, K]` of a tensor that only inner products read (they read the
-    /// HWC tensor in place with `kernel = H x W`), or of a 1x1 tensor: an alias.
+    /// activation in place with `kernel = H x W`), or of a 1x1 tensor: an alias.
     pub(crate) fn reshape(&mut self, id: NodeId) -> Result<(), String> {
         let src = self.g.node_inputs(id)[0];
         let s = self.source(src).ok_or("input is not an activation")?;

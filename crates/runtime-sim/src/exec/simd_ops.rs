@@ -1,5 +1,5 @@
 //! SCALE and ELTWISE: pure SIMD-unit instructions over a (pixels x channels) tile of
-//! HWC tensors. Every output value is computed from the inputs first, then the tile
+//! pitched activation tensors (any layout). Every output value is computed from the inputs first, then the tile
 //! is stored (so an output may alias an input with the same layout).
 
 use super::dot_geom::check_layout;

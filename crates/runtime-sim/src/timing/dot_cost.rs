@@ -106,7 +106,9 @@ fn src_coord(
 }
 
 /// MAC cycles of one input channel's terms for the pixel group `[p0, p0+n)`: the sum
-/// over kernel taps of each packet's term cycles, and the rule-breaking slices.
+/// over kernel taps of each packet's term cycles, and the rule-breaking slices. The
+/// channel adds `ic * in_chan_pitch` to every address of a packet, and the load count
+/// depends only on address differences, so channel 0 stands for all of them.
 fn group_cycles(d: &DotProduct, kind: DotKind, prm: &TimingParams, p0: u64, n: u64) -> (u64, u64) {
     let u = u64::from;
     let out_w = u(d.out_w);
