@@ -46,6 +46,7 @@ mod lower_host;
 mod lower_ops;
 pub mod params;
 pub mod plan;
+mod pool_apart;
 pub mod prefetch;
 pub mod seq_rule;
 mod seq_tiles;

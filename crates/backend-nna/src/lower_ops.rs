@@ -172,6 +172,10 @@ impl Walk<'_> {
         let out = self.define(id).map_err(|e| e.to_string())?;
         check_stored(&t, &out.act)?;
         out_fields(&mut t, &out.act)?;
+        if pooled && !crate::seq_tiles::whole_fits(&t, opcode, self.hw.mac_rows) {
+            let bufs = [x.loc(), (wb, 0), out.loc(), (bb, 0), (cb, 0)];
+            return self.pool_apart(&name, opcode, t, bufs, &out.act, p.block, mnemonic);
+        }
         // A pooled layer is one pixel tile (every pooled window lies inside it).
         let tp = if pooled { oh * ow } else { self.tile_pixels };
         let tl = tiles(oh * ow, t.out_c, tp, self.hw.mac_cols);
@@ -396,7 +400,7 @@ fn check_stored(t: &DotProduct, a: &Act) -> Result<(), String> {
 }
 
 /// The output layout fields of `t` for output activation `a`.
-fn out_fields(t: &mut DotProduct, a: &Act) -> Result<(), String> {
+pub(crate) fn out_fields(t: &mut DotProduct, a: &Act) -> Result<(), String> {
     t.out_row_pitch = a.row_pitch;
     t.out_pix_pitch = a.pix_pitch;
     t.out_chan_pitch = a.chan_pitch;
@@ -488,7 +492,7 @@ fn pool_fields(t: &mut DotProduct, p: &PoolStage) -> Result<(), String> {
 /// The fields every dot-product instruction over activation `x` shares: its input
 /// tensor, int8 weights, int32 bias, the input zero point, the SIMD program, and
 /// unit stride, dilation and groups (callers override what differs).
-fn dot_base(x: &Act, simd: Vec<SimdInstr>) -> Result<DotProduct, String> {
+pub(crate) fn dot_base(x: &Act, simd: Vec<SimdInstr>) -> Result<DotProduct, String> {
     Ok(DotProduct {
         in_h: x.h,
         in_w: x.w,

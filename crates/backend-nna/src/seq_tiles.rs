@@ -8,9 +8,11 @@
 //! dot-product job that has such a slice into tiles of whole output rows (rows wider
 //! than a tile in chunks of the tile width), so no slice crosses a row; jobs that keep
 //! the rule keep their tiles. Pooled jobs are one tile (every pooling window must lie
-//! inside it) and are left as they are: the rule check after emission reports them.
+//! inside it) and are left as they are: an unsplit pooled layer whose tile would break
+//! the rule runs its pooling apart (`pool_apart.rs`, decided with [`whole_fits`]); a
+//! split one is reported by the rule check after emission.
 
-use crate::job::{Job, JobKind, Tile};
+use crate::job::{DotOpcode, Job, JobKind, Tile};
 use crate::seq_rule::widest_slice;
 use nnac_isa::checks::DotKind;
 use nnac_isa::{DotProduct, PoolKind};
@@ -23,6 +25,26 @@ fn tile_fits(t: &DotProduct, kind: DotKind, tile: &Tile, mac_rows: u32) -> bool 
         ..t.clone()
     };
     widest_slice(&d, kind, mac_rows).is_none_or(|w| w.fits())
+}
+
+/// The ISA kind of a dot-product opcode.
+fn isa_kind(opcode: DotOpcode) -> DotKind {
+    match opcode {
+        DotOpcode::Conv => DotKind::Conv,
+        DotOpcode::Deconv => DotKind::Deconv,
+        DotOpcode::Inner => DotKind::InnerProduct,
+    }
+}
+
+/// Whether the template `t` as one tile of its whole output keeps the rule.
+pub fn whole_fits(t: &DotProduct, opcode: DotOpcode, mac_rows: u32) -> bool {
+    let tile = Tile {
+        pix_start: 0,
+        pix_count: t.out_h * t.out_w,
+        c_start: 0,
+        c_count: 1,
+    };
+    tile_fits(t, isa_kind(opcode), &tile, mac_rows)
 }
 
 /// Tiles of every output row of an `out_h x out_w` output in chunks of at most `tp`
@@ -60,11 +82,7 @@ pub fn retile(jobs: &mut [Job], mac_rows: u32) -> Vec<(usize, isize)> {
         if t.pool != PoolKind::None || t.out_w == 0 {
             continue;
         }
-        let kind = match opcode {
-            crate::job::DotOpcode::Conv => DotKind::Conv,
-            crate::job::DotOpcode::Deconv => DotKind::Deconv,
-            crate::job::DotOpcode::Inner => DotKind::InnerProduct,
-        };
+        let kind = isa_kind(*opcode);
         // Tiles of one pixel range share their slices: check each range once.
         let mut ranges: Vec<(u32, u32)> =
             tiles.iter().map(|t| (t.pix_start, t.pix_count)).collect();

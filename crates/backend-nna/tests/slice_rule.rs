@@ -1,8 +1,9 @@
 //! The address sequencer's slice rule (docs/ISA.md 4.1) on whole programs: the planar
 //! layout meets it for wide tensors at stride 1 and 2, tiles are cut at output rows
-//! where a slice crossing rows would break it, and what still breaks it (a hand-built
-//! HWC instruction, a pooled layer on wide rows at stride 4) is listed in the report
-//! and refused by default with an error naming the layer.
+//! where a slice crossing rows would break it, a pooled layer whose one tile would
+//! break it pools in a separate CONV, and what still breaks it (a hand-built HWC
+//! instruction, a stride-40 layer) is listed in the report and refused by default with
+//! an error naming the layer.
 
 mod common;
 
@@ -11,7 +12,7 @@ use nnac_backend_nna::seq_rule::{violations, widest_slice, LOAD_BYTES};
 use nnac_backend_nna::{lower, BackendError, BackendOptions};
 use nnac_ir::Graph;
 use nnac_isa::checks::DotKind;
-use nnac_isa::{DotProduct, HwConfig, Instr};
+use nnac_isa::{DotProduct, HwConfig, Instr, PoolKind};
 
 #[test]
 fn wide_layers_meet_the_rule_at_stride_one_and_two() {
@@ -49,15 +50,7 @@ fn slices_crossing_wide_rows_are_cut_at_rows() {
         let q = quantize_graph(g, &shape);
         let (p, rep) = lower_ok(&q, &HwConfig::fsd());
         assert!(rep.slice_rule.is_empty(), "{:?}", rep.slice_rule);
-        let convs: Vec<&DotProduct> = p
-            .instrs
-            .iter()
-            .filter_map(|i| match i {
-                Instr::Conv(d) => Some(d),
-                _ => None,
-            })
-            .collect();
-        for d in &convs {
+        for d in convs(&p) {
             let (first, last) = (d.pix_start / out_w, (d.pix_start + d.pix_count - 1) / out_w);
             assert_eq!(
                 first, last,
@@ -124,22 +117,92 @@ fn a_hand_built_hwc_instruction_is_caught() {
     assert!(violations(&[Instr::Conv(planar)], |_| "hand", 96).is_empty());
 }
 
-/// A stride-4 CONV over 100-pixel rows with a fused 2x2 max pool: a pooled layer is
-/// one tile (every pooling window inside it), so its slices cross output rows.
-fn pooled_wide_rows() -> (Graph, [usize; 4]) {
+/// The CONV instructions of `p`.
+fn convs(p: &nnac_isa::Program) -> Vec<&DotProduct> {
+    p.instrs
+        .iter()
+        .filter_map(|i| match i {
+            Instr::Conv(d) => Some(d),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A stride-4 CONV `name` over 100-pixel rows with fused pooling `pool`: a pooled
+/// layer is one tile (every pooling window inside it), so its slices would cross
+/// output rows.
+fn pooled_wide_rows(name: &str, pool: nnac_ir::PoolAttrs) -> (Graph, [usize; 4]) {
     let shape = [1, 4, 12, 100];
     let mut rng = Rng(63);
     let mut g = Graph::new("pooled");
     let x = input(&mut g, &shape);
-    let a = conv(&mut g, &mut rng, "pooled_s4", x, 8, 3, 4, 1);
-    let p = maxpool(&mut g, "pool", 2, 2, 0, a);
+    let a = conv(&mut g, &mut rng, name, x, 8, 3, 4, 1);
+    let p = node(&mut g, "pool", nnac_ir::Op::Pool(pool), &[a]);
     g.add_output("y", p);
+    (g, shape)
+}
+
+/// Lowers the pooled graph of [`pooled_wide_rows`]: one layer (the passes fuse the
+/// pool into the CONV) lowered as the stride-4 CONV unpooled, then one depthwise 1x1
+/// CONV that pools (`pool`); bit-exact.
+fn check_pools_apart(name: &str, pool: nnac_ir::PoolAttrs, seed: u64) {
+    let kind = if pool.kind == nnac_ir::PoolKind::Max {
+        PoolKind::Max
+    } else {
+        PoolKind::Avg
+    };
+    let (g, shape) = pooled_wide_rows(name, pool);
+    let q = quantize_graph(g, &shape);
+    let (p, rep) = lower_ok(&q, &HwConfig::fsd());
+    assert!(rep.slice_rule.is_empty(), "{:?}", rep.slice_rule);
+    let names: Vec<&str> = rep.layers.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, [name], "{:?}", rep.layers);
+    let convs = convs(&p);
+    let pooling: Vec<_> = convs.iter().filter(|d| d.pool != PoolKind::None).collect();
+    assert_eq!(pooling.len(), 1);
+    let d = pooling[0];
+    assert_eq!((d.pool, d.groups, d.kernel_h, d.stride_h), (kind, 8, 1, 1));
+    assert!(convs
+        .iter()
+        .any(|d| d.stride_h == 4 && d.pool == PoolKind::None));
+    assert!(assert_bit_exact(&q, &p, seed, &shape) > 0);
+}
+
+fn pool_attrs(kind: nnac_ir::PoolKind, k: usize, s: usize, pad: usize) -> nnac_ir::PoolAttrs {
+    nnac_ir::PoolAttrs {
+        kind,
+        kernel: vec![k, k],
+        strides: vec![s, s],
+        pads: vec![pad; 4],
+        dilations: vec![1, 1],
+        ceil_mode: false,
+        count_include_pad: true,
+    }
+}
+
+#[test]
+fn a_pooled_layer_on_wide_rows_pools_apart() {
+    check_pools_apart("max_s4", pool_attrs(nnac_ir::PoolKind::Max, 2, 2, 0), 66);
+    // Padded average pooling counting the padding: the pad value is the output zero
+    // point, as in the fused pooling unit.
+    check_pools_apart("avg_s4", pool_attrs(nnac_ir::PoolKind::Avg, 3, 2, 1), 70);
+}
+
+/// A 1x1 CONV at stride 40: 8 pixels of one output row read input bytes 7 * 40 = 280
+/// apart, which no tiling can fix.
+fn stride_40() -> (Graph, [usize; 4]) {
+    let shape = [1, 2, 2, 400];
+    let mut rng = Rng(67);
+    let mut g = Graph::new("sparse");
+    let x = input(&mut g, &shape);
+    let a = conv(&mut g, &mut rng, "stride_40", x, 8, 1, 40, 1);
+    g.add_output("y", a);
     (g, shape)
 }
 
 #[test]
 fn a_rule_breaking_layer_is_listed_when_not_enforced() {
-    let (g, shape) = pooled_wide_rows();
+    let (g, shape) = stride_40();
     let q = quantize_graph(g, &shape);
     let opts = BackendOptions {
         enforce_slice_rule: false,
@@ -148,20 +211,24 @@ fn a_rule_breaking_layer_is_listed_when_not_enforced() {
     let (p, rep) = lower(&q, &HwConfig::fsd(), &opts).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(rep.slice_rule.len(), 1, "{:?}", rep.slice_rule);
     let v = &rep.slice_rule[0];
-    assert_eq!(v.stride, (4, 4));
-    assert!(v.widest.span >= LOAD_BYTES, "{v}");
+    assert_eq!((v.layer.as_str(), v.stride), ("stride_40", (40, 40)));
+    assert_eq!(v.widest.span, 7 * 40);
     // The rule is about load count, not values: the program is still bit-exact.
-    assert!(assert_bit_exact(&q, &p, 66, &shape) > 0);
+    assert!(assert_bit_exact(&q, &p, 68, &shape) > 0);
 }
 
 #[test]
 fn the_rule_is_enforced_by_default() {
-    let (g, shape) = pooled_wide_rows();
+    let (g, shape) = stride_40();
     let q = quantize_graph(g, &shape);
     let e = lower(&q, &HwConfig::fsd(), &BackendOptions::default()).unwrap_err();
     let BackendError::Emit { node, detail } = &e else {
         panic!("expected an Emit error, got {e}");
     };
-    assert!(detail.contains("stride 4x4"), "{detail}");
-    assert!(e.to_string().contains(node.as_str()), "{e}");
+    assert_eq!(node, "stride_40");
+    assert!(
+        detail.contains("stride 40x40") && detail.contains("280"),
+        "{detail}"
+    );
+    assert!(e.to_string().contains("stride_40"), "{e}");
 }
