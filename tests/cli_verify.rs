@@ -7,7 +7,8 @@ use std::process::{Command, Output};
 const NNAC: &str = env!("CARGO_BIN_EXE_nnac");
 
 const CONV: &str = "in_addr=0x1000 w_addr=0x0 out_addr=0x3000 in_h=4 in_w=4 in_c=8 \
-    out_h=4 out_w=4 out_c=8 in_row_pitch=32 in_pix_pitch=8 out_row_pitch=32 out_pix_pitch=8 \
+    out_h=4 out_w=4 out_c=8 in_row_pitch=4 in_pix_pitch=1 in_chan_pitch=16 out_row_pitch=4 out_pix_pitch=1 \
+    out_chan_pitch=16 \
     pix_count=16 oc_count=8 kernel_h=1 kernel_w=1 stride_h=1 stride_w=1 dil_h=1 dil_w=1 groups=1";
 
 /// Weights (F1), input (F0), a 1x1 conv waiting for both (sets F2), output DMA.

@@ -1,11 +1,15 @@
-//! Activation tensors in SRAM: the HWC layout of docs/ISA.md section 4 with the
-//! backend default pitches (`PP = C` rounded up to 8, `RP = W * PP`).
+//! Activation tensors in SRAM: the planar (CHW) layout of docs/ISA.md section 4.1,
+//! element (y, x, c) at `y*W + x + c*H*W` (`pix_pitch = 1`, `row_pitch = W`,
+//! `chan_pitch = H*W`): byte for byte the dense NCHW tensor, so one DMA moves a whole
+//! activation between SRAM and DRAM. A band of `n` rows held on its own (split
+//! layers) is the same layout with `H = n`.
 
 use crate::error::BackendError;
 use nnac_ir::{DType, Quant, TensorType};
+use nnac_isa::Dma;
 
-/// Pixel pitch alignment of the backend's default layout.
-pub const PIX_ALIGN: u32 = 8;
+/// Most bytes one DMA row moves (the `row_len` field is 20 bits).
+pub const MAX_DMA_ROW: u64 = (1 << 20) - 1;
 
 /// Geometry and quantization of one activation tensor.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,6 +19,7 @@ pub struct Act {
     pub c: u32,
     pub pix_pitch: u32,
     pub row_pitch: u32,
+    pub chan_pitch: u32,
     pub signed: bool,
     pub zero_point: i32,
     pub scale: f32,
@@ -55,13 +60,21 @@ impl Act {
                 .ok_or_else(|| unsupported(format!("dimension {v} out of 1..=65535")))
         };
         let (c, h, w) = (dim(c)?, dim(h)?, dim(w)?);
-        let pix_pitch = c.div_ceil(PIX_ALIGN) * PIX_ALIGN;
+        let chan_pitch = u32::try_from(u64::from(h) * u64::from(w))
+            .ok()
+            .filter(|&p| u64::from(p) <= MAX_DMA_ROW)
+            .ok_or_else(|| {
+                unsupported(format!(
+                    "{h}x{w} plane larger than one DMA row ({MAX_DMA_ROW} bytes)"
+                ))
+            })?;
         Ok(Act {
             h,
             w,
             c,
-            pix_pitch,
-            row_pitch: w * pix_pitch,
+            pix_pitch: 1,
+            row_pitch: w,
+            chan_pitch,
             signed,
             zero_point,
             scale,
@@ -69,17 +82,64 @@ impl Act {
         })
     }
 
-    /// Bytes the tensor occupies in SRAM.
-    pub fn bytes(&self) -> u64 {
-        u64::from(self.h) * u64::from(self.row_pitch)
+    /// The same tensor stored HWC (`pix_pitch = C`, `row_pitch = W*C`,
+    /// `chan_pitch = 1`): only for a value whose one reader is a global pool run with
+    /// the channels as output pixels (`gap.rs`); never DMA'd, spilled or split.
+    pub fn hwc(self) -> Act {
+        Act {
+            pix_pitch: self.c,
+            row_pitch: self.w * self.c,
+            chan_pitch: 1,
+            ..self
+        }
     }
 
-    /// Bytes of one row that hold data (the last pixel ends at its C-th channel).
-    pub fn row_data_len(&self) -> u32 {
-        (self.w - 1) * self.pix_pitch + self.c
+    /// Bytes the tensor occupies in SRAM (up to its last element).
+    pub fn bytes(&self) -> u64 {
+        let u = u64::from;
+        u(self.c - 1) * u(self.chan_pitch)
+            + u(self.h - 1) * u(self.row_pitch)
+            + u(self.w - 1) * u(self.pix_pitch)
+            + 1
+    }
+
+    /// Bytes of one row over all channels: a band buffer of `n` rows holds
+    /// `n * row_bytes()`.
+    pub fn row_bytes(&self) -> u64 {
+        u64::from(self.c) * u64::from(self.row_pitch)
+    }
+
+    /// Channel pitch of a band of `rows` rows held on its own.
+    pub fn band_chan_pitch(&self, rows: u32) -> u32 {
+        rows * self.row_pitch
     }
 
     pub fn pixels(&self) -> u32 {
         self.h * self.w
+    }
+
+    /// The DMA (addresses relative to the tensors) moving rows `y0..y0+rows` of every
+    /// channel between a DRAM tensor of this layout and an SRAM buffer holding just
+    /// those rows with channel pitch `sram_chan_pitch`: one DMA row per channel, or a
+    /// single row when both sides are contiguous. A plane fits one DMA row
+    /// ([`Act::of`] refuses larger ones), so every band does.
+    pub fn rows_dma(&self, y0: u32, rows: u32, sram_chan_pitch: u32) -> Dma {
+        let len = u64::from(rows) * u64::from(self.row_pitch);
+        let dense = len == u64::from(sram_chan_pitch);
+        let (n, len, d_stride, s_stride) =
+            if dense && rows == self.h && u64::from(self.c) * len <= MAX_DMA_ROW {
+                (1, u64::from(self.c) * len, 0, 0)
+            } else {
+                (self.c, len, u64::from(self.chan_pitch), sram_chan_pitch)
+            };
+        Dma {
+            dram_addr: u64::from(y0) * u64::from(self.row_pitch),
+            sram_addr: 0,
+            rows: n,
+            row_len: len as u32,
+            dram_stride: if n == 1 { len } else { d_stride },
+            sram_stride: if n == 1 { len as u32 } else { s_stride },
+            ..Dma::default()
+        }
     }
 }

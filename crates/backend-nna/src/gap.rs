@@ -7,13 +7,15 @@
 //! pool: 100,352 cycles).
 //!
 //! When every channel has the same weights, bias and epilogue entry (a pool's `1/N`
-//! weights always do), the same sums come out of one CONV over the HWC input read
-//! differently: `in_h = H*W` rows of `in_w = C` one-channel pixels, with
+//! weights always do), the same sums come out of one CONV over the input stored
+//! HWC (`chan_pitch = 1`, `pix_pitch = C`; the walk stores the producer's output so
+//! when the pool is its only reader, `Walk::plan_hwc`) and read differently: `in_h = H*W` rows of `in_w = C` one-channel pixels, with
 //! `in_row_pitch` = the tensor's pixel pitch and `in_pix_pitch = 1`, a `H*W x 1`
 //! kernel, `out_c = 1`. Output pixel `c` sums `x[r*PP + c]` over the rows `r`, i.e.
 //! channel `c` over all pixels, and is written at `out_addr + c`: the `1x1xC` HWC
 //! output. 96 channels per pass: `ceil(C/96) * H*W` cycles (1,078 for ResNet-50). A
-//! slice of 8 output pixels reads 8 consecutive bytes, so the 256-byte rule holds.
+//! slice of 8 output pixels reads 8 consecutive bytes, so the 256-byte rule holds
+//! (read planar, channels `H*W` bytes apart, it would not).
 //! The integer arithmetic is term for term the depthwise one, so results are
 //! bit-exact with the quantized reference interpreter.
 
@@ -26,9 +28,37 @@ use nnac_isa::{DotProduct, PoolKind};
 /// Largest `H*W` the 8-bit `kernel_h` field holds.
 const MAX_TAPS: u32 = 255;
 
-/// The channels-as-pixels form of a depthwise global-pool CONV `t` over input `x`
-/// (weights `w` as `[C][H*W]`, one bias and epilogue entry per channel), or `None`
-/// when `t` is not such a layer or its channels differ.
+/// Whether the depthwise CONV `t` over input `x` (weights `w` as `[C][H*W]`, one
+/// bias and epilogue entry per channel) is a global pool whose channels are all
+/// alike: the condition for the channels-as-pixels form, whatever `x`'s layout.
+pub(crate) fn uniform_global(
+    t: &DotProduct,
+    x: &Act,
+    w: &[i8],
+    bias: &[i32],
+    entries: &[[i32; 4]],
+) -> bool {
+    let taps = x.h * x.w;
+    let k = taps as usize;
+    t.groups == x.c
+        && t.out_c == x.c
+        && (t.kernel_h, t.kernel_w) == (x.h, x.w)
+        && (t.pad_top, t.pad_left, t.pad_bottom, t.pad_right) == (0, 0, 0, 0)
+        && (t.dil_h, t.dil_w) == (1, 1)
+        && t.pool == PoolKind::None
+        && t.expected_out_hw(DotKind::Conv) == Some((1, 1))
+        && taps <= MAX_TAPS
+        && w.len() == x.c as usize * k
+        && bias.len() == x.c as usize
+        && entries.len() == bias.len()
+        && w.chunks_exact(k).all(|row| row == &w[..k])
+        && bias.iter().all(|&b| b == bias[0])
+        && entries.iter().all(|e| *e == entries[0])
+}
+
+/// The channels-as-pixels form of the global-pool CONV `t` over the HWC input `x`
+/// (`chan_pitch = 1`), or `None` when [`uniform_global`] does not hold or `x` is not
+/// stored HWC.
 pub(crate) fn channels_as_pixels(
     t: &DotProduct,
     x: &Act,
@@ -37,33 +67,19 @@ pub(crate) fn channels_as_pixels(
     entries: &[[i32; 4]],
     cols: usize,
 ) -> Option<(DotProduct, DotParams)> {
+    let hwc = x.chan_pitch == 1 && x.pix_pitch >= x.c;
+    if !hwc || !uniform_global(t, x, w, bias, entries) {
+        return None;
+    }
     let taps = x.h * x.w;
-    let global = t.groups == x.c
-        && t.out_c == x.c
-        && (t.kernel_h, t.kernel_w) == (x.h, x.w)
-        && (t.pad_top, t.pad_left, t.pad_bottom, t.pad_right) == (0, 0, 0, 0)
-        && (t.dil_h, t.dil_w) == (1, 1)
-        && t.pool == PoolKind::None
-        && t.expected_out_hw(DotKind::Conv) == Some((1, 1))
-        && taps <= MAX_TAPS
-        && x.pix_pitch >= x.c;
     let k = taps as usize;
-    if !global || w.len() != x.c as usize * k || bias.len() != x.c as usize {
-        return None;
-    }
-    let uniform = w.chunks_exact(k).all(|row| row == &w[..k])
-        && bias.iter().all(|&b| b == bias[0])
-        && entries.len() == bias.len()
-        && entries.iter().all(|e| *e == entries[0]);
-    if !uniform {
-        return None;
-    }
     let g = DotProduct {
         in_h: taps,
         in_w: x.c,
         in_c: 1,
         in_row_pitch: x.pix_pitch,
         in_pix_pitch: 1,
+        in_chan_pitch: 1,
         out_h: 1,
         out_w: x.c,
         out_c: 1,
@@ -94,6 +110,7 @@ pub(crate) fn out_fields(t: &mut DotProduct, a: &Act) -> Result<(), String> {
     }
     t.out_row_pitch = t.out_w;
     t.out_pix_pitch = 1;
+    t.out_chan_pitch = 1;
     t.out_signed = a.signed;
     t.out_zero = i16::try_from(a.zero_point)
         .map_err(|_| format!("output zero point {} out of range", a.zero_point))?;
@@ -109,8 +126,9 @@ mod tests {
             h,
             w,
             c,
-            pix_pitch: c.div_ceil(8) * 8,
-            row_pitch: w * c.div_ceil(8) * 8,
+            pix_pitch: c,
+            row_pitch: w * c,
+            chan_pitch: 1,
             signed: false,
             zero_point: 0,
             scale: 1.0,
@@ -142,7 +160,7 @@ mod tests {
         let (g, p) = channels_as_pixels(&t, &x, &w, &b, &e, 96).expect("a global pool");
         assert_eq!(
             (g.in_h, g.in_w, g.in_row_pitch, g.in_pix_pitch),
-            (12, 5, 8, 1)
+            (12, 5, 5, 1)
         );
         assert_eq!((g.kernel_h, g.kernel_w, g.out_w, g.out_c), (12, 1, 5, 1));
         assert_eq!(
@@ -169,6 +187,14 @@ mod tests {
             ..t.clone()
         };
         assert!(channels_as_pixels(&padded, &x, &w, &b, &e, 96).is_none());
+        let planar = Act {
+            pix_pitch: 1,
+            row_pitch: 4,
+            chan_pitch: 12,
+            ..x.clone()
+        };
+        assert!(uniform_global(&t, &planar, &w, &b, &e));
+        assert!(channels_as_pixels(&t, &planar, &w, &b, &e, 96).is_none());
         let (big, bx) = pool_layer(2, 16, 16);
         let n = 2 * 256;
         assert!(channels_as_pixels(&big, &bx, &vec![1; n], &[0; 2], &[[0; 4]; 2], 96).is_none());

@@ -35,8 +35,8 @@
 //! Not yet: concatenation other than on axis 1; splitting a concatenation whose
 //! output stays in SRAM (its output must fit whole).
 //!
-//! Layouts (docs/ISA.md section 4): activations HWC with `PP = C` rounded up to 8 and
-//! `RP = W*PP`; weights in groups of `mac_cols` output channels, one contiguous
+//! Layouts (docs/ISA.md section 4): activations planar (CHW: `PP = 1`, `RP = W`,
+//! `CP = H*W`, i.e. dense NCHW); weights in groups of `mac_cols` output channels, one contiguous
 //! `mac_cols`-byte vector per (ic, ky, kx); int32 bias; 16-byte channel entries
 //! `[multiplier, shift, scale, bias]`.
 
@@ -51,9 +51,11 @@ mod lower_host;
 mod lower_ops;
 pub mod params;
 pub mod plan;
+mod pool_apart;
 pub mod prefetch;
 pub mod resident;
 pub mod seq_rule;
+mod seq_tiles;
 pub mod simd;
 pub mod spill;
 pub mod split;
@@ -71,7 +73,7 @@ use nnac_isa::{DramImage, HwConfig, Instr, Metadata, Program};
 pub const SRAM_ALIGN: u64 = 64;
 
 /// Backend options.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackendOptions {
     /// Output pixels per tile of unpooled layers; 0 = `mac_rows` (one 96-pixel slice).
     pub tile_pixels: u32,
@@ -85,14 +87,28 @@ pub struct BackendOptions {
     /// Recorded in the program metadata.
     pub compiler_version: String,
     /// Refuse a program whose dot-product instructions break the address
-    /// sequencer's slice rule (docs/ISA.md 4.1) instead of listing the layers in
-    /// [`BackendReport::slice_rule`]. Off by default: the HWC layout cannot meet the
-    /// rule for tensors wider than 36 channels (18 at stride 2).
+    /// sequencer's slice rule (docs/ISA.md 4.1). On by default (the planar layout
+    /// and row-aligned tiles meet it); off, the violations are only listed in
+    /// [`BackendReport::slice_rule`].
     pub enforce_slice_rule: bool,
     /// Keep the parameters resident in SRAM across frames, loaded once by a
     /// prologue: all of them when they fit with the activations, else those of
     /// unsplit layers that fit beside the streaming plan (`resident.rs`).
     pub resident_weights: ResidentWeights,
+}
+
+impl Default for BackendOptions {
+    fn default() -> BackendOptions {
+        BackendOptions {
+            tile_pixels: 0,
+            serialise: false,
+            skip_hazard_check: false,
+            source_model: String::new(),
+            compiler_version: String::new(),
+            enforce_slice_rule: true,
+            resident_weights: ResidentWeights::Auto,
+        }
+    }
 }
 
 /// One lowered layer.
@@ -197,6 +213,12 @@ pub fn lower(
             }
         }
     };
+    for (j, added) in seq_tiles::retile(&mut low.jobs, hw.mac_rows) {
+        let node = &low.jobs[j].node;
+        if let Some(l) = low.layers.iter_mut().find(|l| &l.0 == node) {
+            l.2 = l.2.saturating_add_signed(added);
+        }
+    }
     clock.lap("lower+alloc");
     // Prefetch as far as the flags allow: each window (in layers) is tried until
     // the flag assignment fits; serialised queues never overlap, so get none;

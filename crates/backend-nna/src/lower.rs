@@ -11,7 +11,7 @@ use crate::plan::Plan;
 use crate::spill::{SpillState, Src};
 use nnac_ir::{Graph, NnaOp, NodeId, Op, Value};
 use nnac_isa::{Dma, HostOp, HwConfig, IoDesc, IoDir, IoDtype, IoLayout};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Largest DMA row the backend emits (the field allows 2^20 - 1).
 const DMA_CHUNK: u64 = 1 << 19;
@@ -65,6 +65,8 @@ pub struct Walk<'g> {
     pub(crate) slots: BTreeMap<NodeId, (NodeId, u32)>,
     /// Values in DRAM, host ops and scratch tensors (`lower_host.rs`).
     pub host: HostState,
+    /// Values stored HWC for the global pool that is their one reader (`gap.rs`).
+    hwc: BTreeSet<NodeId>,
 }
 
 impl<'g> Walk<'g> {
@@ -88,6 +90,7 @@ impl<'g> Walk<'g> {
             unsupported: Vec::new(),
             io_jobs: Vec::new(),
             slots: BTreeMap::new(),
+            hwc: BTreeSet::new(),
             host: HostState::default(),
         }
     }
@@ -178,13 +181,17 @@ impl<'g> Walk<'g> {
                 let whole = self.use_value(Value::new(cat, 0)).expect("just placed");
                 act.pix_pitch = whole.act.pix_pitch;
                 act.row_pitch = whole.act.row_pitch;
+                act.chan_pitch = whole.act.chan_pitch;
                 Placed {
                     act,
                     buf: whole.buf,
-                    off: u64::from(c_off),
+                    off: u64::from(c_off) * u64::from(whole.act.chan_pitch),
                 }
             }
             None => {
+                if self.hwc.contains(&id) {
+                    act = act.hwc();
+                }
                 let buf = self.new_buf(&node.name, act.bytes());
                 self.out.sp.value_bufs.insert(buf, id);
                 Placed { act, buf, off: 0 }
@@ -222,6 +229,35 @@ impl<'g> Walk<'g> {
                     self.slots.insert(v.node, (id, c_off));
                 }
                 c_off += t.shape.get(1).copied().unwrap_or(0) as u32;
+            }
+        }
+    }
+
+    /// Chooses the values stored HWC: the output of an NNA compute op whose one reader
+    /// is a global pool of alike channels (`gap.rs`), when the value stays in SRAM
+    /// whole (not a graph output, not a concatenation slot, not spilled, neither layer
+    /// split by the plan). Every other value is planar.
+    fn plan_hwc(&mut self) {
+        let plan = &self.out.sp.plan;
+        for id in self.g.node_ids() {
+            if !matches!(
+                self.g.node(id).op,
+                Op::Nna(NnaOp::Dot(_) | NnaOp::Scale(_) | NnaOp::Eltwise(_))
+            ) {
+                continue;
+            }
+            let v = Value::new(id, 0);
+            let users = self.g.users(v);
+            let [(user, _)] = users.as_slice() else {
+                continue;
+            };
+            let whole = !self.g.is_output(v)
+                && !self.slots.contains_key(&id)
+                && !plan.spilled.contains(&id)
+                && !plan.budget.contains_key(&id)
+                && !plan.budget.contains_key(user);
+            if whole && self.is_channel_pool(*user) {
+                self.hwc.insert(id);
             }
         }
     }
@@ -279,8 +315,10 @@ impl<'g> Walk<'g> {
             c: a.c,
             in_row_pitch: a.row_pitch,
             in_pix_pitch: a.pix_pitch,
+            in_chan_pitch: a.chan_pitch,
             out_row_pitch: d.row_pitch,
             out_pix_pitch: d.pix_pitch,
+            out_chan_pitch: d.chan_pitch,
             in_signed: a.signed,
             out_signed: d.signed,
             in_zero: i16::try_from(a.zero_point).map_err(|_| "zero point out of range")?,
@@ -290,7 +328,8 @@ impl<'g> Walk<'g> {
         let tiles = crate::job::tiles(a.pixels(), a.c, self.tile_pixels, self.hw.mac_cols);
         let name = self.g.node(id).name.clone();
         // The SCALE reads no channel table; any buffer will do for its address.
-        let bufs = [src.loc(), (dst.buf, dst.off + u64::from(c_off)), src.loc()];
+        let at = dst.off + u64::from(c_off) * u64::from(d.chan_pitch);
+        let bufs = [src.loc(), (dst.buf, at), src.loc()];
         self.out
             .layers
             .push((name.clone(), "SCALE".into(), tiles.len()));
@@ -315,6 +354,7 @@ impl<'g> Walk<'g> {
             .topo_order()
             .map_err(|e| BackendError::Invalid(vec![format!("{}: {}", e.node, e.msg)]))?;
         self.plan_concats();
+        self.plan_hwc();
         for &id in &order {
             if matches!(self.g.node(id).op, Op::Input) {
                 self.input(id)?;
@@ -381,7 +421,7 @@ impl<'g> Walk<'g> {
     }
 
     /// A reshape to `[1, K]` of a tensor that only inner products read (they read the
-    /// HWC tensor in place with `kernel = H x W`), or of a 1x1 tensor: an alias.
+    /// activation in place with `kernel = H x W`), or of a 1x1 tensor: an alias.
     pub(crate) fn reshape(&mut self, id: NodeId) -> Result<(), String> {
         let src = self.g.node_inputs(id)[0];
         let s = self.source(src).ok_or("input is not an activation")?;
@@ -474,29 +514,19 @@ impl<'g> Walk<'g> {
         Ok(())
     }
 
-    /// The DMA moving a whole activation between DRAM (same pitches) and SRAM.
+    /// The DMA moving a whole activation between DRAM (dense NCHW, the same layout)
+    /// and SRAM.
     pub(crate) fn act_dma(a: &Act, dram_addr: u64) -> Dma {
         Dma {
             dram_addr,
-            sram_addr: 0,
-            rows: a.h,
-            row_len: a.row_data_len(),
-            dram_stride: u64::from(a.row_pitch),
-            sram_stride: a.row_pitch,
-            ..Dma::default()
+            ..a.rows_dma(0, a.h, a.chan_pitch)
         }
     }
 
     /// Descriptor of a graph input/output (its DRAM address is set by `place_io`).
     fn io_desc(&self, name: &str, dir: IoDir, a: &Act, shape: &[usize]) -> IoDesc {
-        let layout = if a.rank == 4 {
-            IoLayout::Hwc {
-                row_pitch: a.row_pitch,
-                pix_pitch: a.pix_pitch,
-            }
-        } else {
-            IoLayout::Dense
-        };
+        // The planar SRAM layout is dense NCHW: one DMA moves the tensor.
+        let layout = IoLayout::Dense;
         IoDesc {
             name: name.to_string(),
             dir,

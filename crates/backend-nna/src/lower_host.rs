@@ -16,7 +16,6 @@
 //! whole walk (`place_io`); tensors are named by index until [`Walk::finish_host`]
 //! resolves them.
 
-use crate::act::Act;
 use crate::job::{Job, JobKind};
 use crate::lower::{Walk, DRAM_ALIGN};
 use nnac_ir::{DType, NnaOp, NodeId, Op, TensorData, TensorType, Value};
@@ -121,18 +120,6 @@ fn code_desc(name: &str, t: &TensorType, layout: IoLayout) -> Result<IoDesc, Str
     })
 }
 
-/// The DRAM layout of an activation `a` (the SRAM layout, so one DMA moves it).
-fn act_layout(a: &Act) -> IoLayout {
-    if a.rank == 4 {
-        IoLayout::Hwc {
-            row_pitch: a.row_pitch,
-            pix_pitch: a.pix_pitch,
-        }
-    } else {
-        IoLayout::Dense
-    }
-}
-
 impl Walk<'_> {
     /// True if some user of `id`'s value reads it from SRAM (an NNA op).
     fn needs_sram(&self, id: NodeId) -> bool {
@@ -190,7 +177,8 @@ impl Walk<'_> {
             self.materialize(id, v);
             let p = self.use_value(v).ok_or("operand is not an activation")?;
             let t = self.g.value_type(v).clone();
-            let desc = code_desc(&name, &t, act_layout(&p.act))?;
+            // The planar SRAM layout is dense NCHW: one DMA moves it.
+            let desc = code_desc(&name, &t, IoLayout::Dense)?;
             let tensor = self.host.scratch(span(&desc));
             let dma = Self::act_dma(&p.act, 0);
             self.host.fixups.push((self.out.jobs.len(), tensor));
@@ -283,10 +271,7 @@ impl Walk<'_> {
         } else {
             None
         };
-        let layout = placed
-            .as_ref()
-            .map_or(IoLayout::Dense, |p| act_layout(&p.act));
-        let mut desc = code_desc(&name, &out_t, layout)?;
+        let mut desc = code_desc(&name, &out_t, IoLayout::Dense)?;
         desc.dir = IoDir::Output;
         let tensor = self.host.scratch(span(&desc));
         let output = DramVal { tensor, desc };

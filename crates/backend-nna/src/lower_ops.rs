@@ -8,9 +8,22 @@ use crate::params::{acc_bound, chan_table, i32_bytes, weight_blocks};
 use crate::simd::{epilogue, scale_prefix};
 use crate::spill::Src;
 use crate::split::{bands, choose, Choice, SplitDot};
-use nnac_ir::{DotKind, DotOp, EltwiseOp, NodeId, PoolKind as IrPool, PoolStage, ScaleOp, Value};
+use nnac_ir::{
+    DotKind, DotOp, EltwiseOp, NnaOp, NodeId, Op, PoolKind as IrPool, PoolStage, ScaleOp, Value,
+};
 use nnac_isa::checks::DotKind as IsaDot;
 use nnac_isa::{DotProduct, EltOp, Eltwise, PoolKind, Scale, SimdInstr};
+
+/// A dot-product layer before lowering: template, opcode, int8 weights (`[oc][k]` in
+/// IR order), int32 bias, channel entries of the epilogue, `k` terms per channel.
+struct DotParts {
+    t: DotProduct,
+    opcode: DotOpcode,
+    w: Vec<i8>,
+    bias: Vec<i32>,
+    entries: Vec<[i32; 4]>,
+    k: usize,
+}
 
 /// Parameter images of one dot-product layer.
 pub(crate) struct DotParams {
@@ -51,16 +64,17 @@ impl Walk<'_> {
             .collect()
     }
 
-    pub(crate) fn dot(&mut self, id: NodeId, d: &DotOp) -> Result<(), String> {
+    /// The instruction template of dot `id` over input `x` (its geometry, layout
+    /// fields from `x`, pooling), its opcode, int8 weights, int32 bias and epilogue.
+    fn dot_parts(&self, id: NodeId, d: &DotOp, x: &Act) -> Result<DotParts, String> {
         let ins = self.g.node_inputs(id);
-        let x = self.source(ins[0]).ok_or("input is not an activation")?;
         let w = self.int8_codes(ins[1], "weight")?;
         let bias = self.int32_codes(ins[2], "bias")?;
         let out_c = bias.len();
         let ep = epilogue(&d.epilogue, out_c)?;
         let mut t = DotProduct {
             out_c: u32_of(out_c, "out_c")?,
-            ..dot_base(x.act(), ep.program)?
+            ..dot_base(x, ep.program.clone())?
         };
         let (opcode, isa_kind) = match &d.kind {
             DotKind::Conv(a) => {
@@ -68,12 +82,12 @@ impl Walk<'_> {
                 (DotOpcode::Conv, IsaDot::Conv)
             }
             DotKind::Inner => {
-                t.kernel_h = x.act().h;
-                t.kernel_w = x.act().w;
+                t.kernel_h = x.h;
+                t.kernel_w = x.w;
                 (DotOpcode::Inner, IsaDot::InnerProduct)
             }
             DotKind::Deconv(a) => {
-                if x.act().zero_point != 0 {
+                if x.zero_point != 0 {
                     return Err("deconvolution input zero point is not 0".into());
                 }
                 deconv_geometry(&mut t, a)?;
@@ -92,6 +106,48 @@ impl Walk<'_> {
         if w.len() != out_c * k {
             return Err(format!("{} weights, expected {out_c} x {k}", w.len()));
         }
+        Ok(DotParts {
+            t,
+            opcode,
+            w,
+            bias,
+            entries: ep.entries,
+            k,
+        })
+    }
+
+    /// Whether dot `id` is a global pool that runs as one CONV with the channels as
+    /// output pixels (`gap.rs`) when its input is stored HWC.
+    pub(crate) fn is_channel_pool(&self, id: NodeId) -> bool {
+        let Op::Nna(NnaOp::Dot(d)) = &self.g.node(id).op else {
+            return false;
+        };
+        if !matches!(d.kind, DotKind::Conv(_)) {
+            return false;
+        }
+        let Some(&xv) = self.g.node_inputs(id).first() else {
+            return false;
+        };
+        let x = match Act::of(&self.g.node(xv.node).name, self.g.value_type(xv)) {
+            Ok(x) => x,
+            Err(_) => return false,
+        };
+        self.dot_parts(id, d, &x)
+            .is_ok_and(|p| crate::gap::uniform_global(&p.t, &x, &p.w, &p.bias, &p.entries))
+    }
+
+    pub(crate) fn dot(&mut self, id: NodeId, d: &DotOp) -> Result<(), String> {
+        let ins = self.g.node_inputs(id);
+        let x = self.source(ins[0]).ok_or("input is not an activation")?;
+        let DotParts {
+            t,
+            opcode,
+            w,
+            bias,
+            entries,
+            k,
+        } = self.dot_parts(id, d, x.act())?;
+        let out_c = bias.len();
         let cols = self.hw.mac_cols as usize;
         let wbytes = match &d.kind {
             DotKind::Deconv(_) => {
@@ -107,14 +163,14 @@ impl Walk<'_> {
         };
         let gap = match &d.kind {
             DotKind::Conv(_) => {
-                crate::gap::channels_as_pixels(&t, x.act(), &w, &bias, &ep.entries, cols)
+                crate::gap::channels_as_pixels(&t, x.act(), &w, &bias, &entries, cols)
             }
             _ => None,
         };
         let params = DotParams {
             weights: wbytes,
             bias,
-            entries: ep.entries,
+            entries,
             block: u32_of(k * cols, "weight block")?,
         };
         self.finish_dot(id, opcode, (t, params), (ins[0], x), d.pool.is_some(), gap)
@@ -184,6 +240,10 @@ impl Walk<'_> {
         } else {
             check_stored(&t, &out.act)?;
             out_fields(&mut t, &out.act)?;
+        }
+        if pooled && !crate::seq_tiles::whole_fits(&t, opcode, self.hw.mac_rows) {
+            let bufs = [x.loc(), (wb, 0), out.loc(), (bb, 0), (cb, 0)];
+            return self.pool_apart(&name, opcode, t, bufs, &out.act, p.block, mnemonic);
         }
         let pixels = t.out_h * t.out_w;
         // A pooled layer is one pixel tile (every pooled window lies inside it).
@@ -285,8 +345,10 @@ impl Walk<'_> {
             c: xa.c,
             in_row_pitch: xa.row_pitch,
             in_pix_pitch: xa.pix_pitch,
+            in_chan_pitch: xa.chan_pitch,
             out_row_pitch: oa.row_pitch,
             out_pix_pitch: oa.pix_pitch,
+            out_chan_pitch: oa.chan_pitch,
             in_signed: xa.signed,
             out_signed: oa.signed,
             in_zero: i16_of(xa.zero_point, "input zero point")?,
@@ -297,9 +359,11 @@ impl Walk<'_> {
             return self.px_split(id, &[xs], out, cb, |rows, l, o, tiles| JobKind::Scale {
                 t: Scale {
                     h: rows,
+                    in_chan_pitch: l[0].1,
+                    out_chan_pitch: o.1,
                     ..t.clone()
                 },
-                bufs: [l[0], o, (cb, 0)],
+                bufs: [l[0].0, o.0, (cb, 0)],
                 tiles,
             });
         }
@@ -339,10 +403,13 @@ impl Walk<'_> {
             c: aa.c,
             a_row_pitch: aa.row_pitch,
             a_pix_pitch: aa.pix_pitch,
+            a_chan_pitch: aa.chan_pitch,
             b_row_pitch: ba.row_pitch,
             b_pix_pitch: ba.pix_pitch,
+            b_chan_pitch: ba.chan_pitch,
             out_row_pitch: oa.row_pitch,
             out_pix_pitch: oa.pix_pitch,
+            out_chan_pitch: oa.chan_pitch,
             a_signed: aa.signed,
             b_signed: ba.signed,
             out_signed: oa.signed,
@@ -361,9 +428,12 @@ impl Walk<'_> {
             return self.px_split(id, &ins, out, cb, |rows, l, o, tiles| JobKind::Eltwise {
                 t: Eltwise {
                     h: rows,
+                    a_chan_pitch: l[0].1,
+                    b_chan_pitch: l[1].1,
+                    out_chan_pitch: o.1,
                     ..t.clone()
                 },
-                bufs: [l[0], l[1], o, (cb, 0)],
+                bufs: [l[0].0, l[1].0, o.0, (cb, 0)],
                 tiles,
             });
         }
@@ -400,9 +470,10 @@ fn check_stored(t: &DotProduct, a: &Act) -> Result<(), String> {
 }
 
 /// The output layout fields of `t` for output activation `a`.
-fn out_fields(t: &mut DotProduct, a: &Act) -> Result<(), String> {
+pub(crate) fn out_fields(t: &mut DotProduct, a: &Act) -> Result<(), String> {
     t.out_row_pitch = a.row_pitch;
     t.out_pix_pitch = a.pix_pitch;
+    t.out_chan_pitch = a.chan_pitch;
     t.out_signed = a.signed;
     t.out_zero = i16_of(a.zero_point, "output zero point")?;
     Ok(())
@@ -491,13 +562,14 @@ fn pool_fields(t: &mut DotProduct, p: &PoolStage) -> Result<(), String> {
 /// The fields every dot-product instruction over activation `x` shares: its input
 /// tensor, int8 weights, int32 bias, the input zero point, the SIMD program, and
 /// unit stride, dilation and groups (callers override what differs).
-fn dot_base(x: &Act, simd: Vec<SimdInstr>) -> Result<DotProduct, String> {
+pub(crate) fn dot_base(x: &Act, simd: Vec<SimdInstr>) -> Result<DotProduct, String> {
     Ok(DotProduct {
         in_h: x.h,
         in_w: x.w,
         in_c: x.c,
         in_row_pitch: x.row_pitch,
         in_pix_pitch: x.pix_pitch,
+        in_chan_pitch: x.chan_pitch,
         stride_h: 1,
         stride_w: 1,
         dil_h: 1,

@@ -87,6 +87,23 @@ pub fn epilogue(e: &Epilogue, channels: usize) -> Result<SimdEpilogue, String> {
     }
 }
 
+/// The identity program: `FUSED_RELU` with multiplier `2^30`, shift 30, zero point 0
+/// and the code range as clamp, so an accumulator holding a code stays that code (the
+/// separate pooling CONV of `pool_apart.rs`).
+pub fn identity_program(signed: bool) -> Vec<SimdInstr> {
+    let (lo, hi) = if signed { (-128, 127) } else { (0, 255) };
+    vec![SimdInstr::FusedRelu(FusedRelu {
+        dst: 0,
+        src: 0,
+        per_channel: false,
+        shift: 30,
+        act_min: lo,
+        act_max: hi,
+        zero_point: 0,
+        multiplier: 1 << 30,
+    })]
+}
+
 /// SCALE's per-channel stage in front of the epilogue:
 /// `IMUL r0, r0, C2; IADD r0, r0, C3` (docs/ISA.md SCALE).
 pub fn scale_prefix() -> [SimdInstr; 2] {

@@ -24,9 +24,6 @@ use nnac_ir::{NnaOp, NodeId, Op, Value};
 use nnac_isa::{Dma, IoDir};
 use std::collections::BTreeMap;
 
-/// Most pixels one DMA moves (its `rows` field is 16 bits).
-const PIXELS_PER_DMA: u32 = 65535;
-
 /// A concatenation copies codes: its inputs must share its quantization.
 fn same_quant(a: &Act, b: &Act) -> Result<(), String> {
     if a.signed != b.signed || a.zero_point != b.zero_point || a.scale != b.scale {
@@ -170,7 +167,8 @@ impl Walk<'_> {
         DramAct { act, base }
     }
 
-    /// DMA of rows `y0..y0+rows` of `home` between DRAM and SRAM at `loc`.
+    /// DMA of rows `y0..y0+rows` of `home` between DRAM and SRAM at `loc` (a buffer
+    /// holding just those rows: channel pitch `rows * row_pitch`).
     pub fn move_rows(
         &mut self,
         node: &str,
@@ -181,16 +179,14 @@ impl Walk<'_> {
         rows: u32,
     ) {
         let a = &home.act;
-        let dma = Dma {
-            dram_addr: u64::from(y0) * u64::from(a.row_pitch),
-            sram_addr: 0,
-            rows,
-            row_len: a.row_data_len(),
-            dram_stride: u64::from(a.row_pitch),
-            sram_stride: a.row_pitch,
-            ..Dma::default()
-        };
-        let bytes = u64::from(rows) * u64::from(a.row_data_len());
+        let dma = a.rows_dma(y0, rows, a.band_chan_pitch(rows));
+        self.push_home_dma(node, to_sram, home, loc, dma);
+    }
+
+    /// Pushes a fill (`to_sram`) or spill DMA whose `dram_addr` is relative to
+    /// `home` (rebased by [`Walk::resolve_homes`]), counting its bytes.
+    fn push_home_dma(&mut self, node: &str, to_sram: bool, home: &DramAct, loc: Loc, dma: Dma) {
+        let bytes = u64::from(dma.rows) * u64::from(dma.row_len);
         self.out.sp.fixups.push((self.out.jobs.len(), home.base));
         let kind = if to_sram {
             self.out.sp.fill_bytes += bytes;
@@ -271,7 +267,7 @@ impl Walk<'_> {
     }
 
     /// A channel concatenation with a spilled output or spilled inputs: the spilled
-    /// parts move by DMA, one pixel (`C` bytes) per DMA row, straight between the
+    /// parts move by DMA, one channel plane per DMA row, straight between the
     /// input's home and the concatenation's buffer, or between the input's buffer
     /// and the concatenation's home; a spilled input of a spilled concatenation
     /// passes through a buffer of its own step. `false`: nothing is spilled.
@@ -314,7 +310,10 @@ impl Walk<'_> {
                     }
                 }
                 (Src::Dram(h), Src::Sram(o)) => {
-                    let at = (o.buf, o.off + u64::from(c_off));
+                    let at = (
+                        o.buf,
+                        o.off + u64::from(c_off) * u64::from(o.act.chan_pitch),
+                    );
                     self.move_pixels(&name, true, h, 0, at, &o.act)?;
                 }
                 (Src::Sram(p), Src::Dram(home)) => {
@@ -334,10 +333,10 @@ impl Walk<'_> {
         Ok(true)
     }
 
-    /// DMA of the pixels of a `C`-channel tensor between SRAM at `loc` (laid out
-    /// as `sram`) and channels `c_off..c_off+C` of `home` (or all of `home`'s
-    /// channels into SRAM channels offset by `loc` when filling: `sram` is then the
-    /// wider layout and `home` the input).
+    /// DMA of the channel planes of a `C`-channel tensor between SRAM at `loc` (laid
+    /// out as `sram`) and channels `c_off..c_off+C` of `home` (or all of `home`'s
+    /// channels into SRAM at `loc` when filling: `sram` is then the wider layout and
+    /// `home` the input). Planes are contiguous, so one DMA row per channel.
     fn move_pixels(
         &mut self,
         node: &str,
@@ -348,38 +347,20 @@ impl Walk<'_> {
         sram: &Act,
     ) -> Result<(), String> {
         let (d, c) = (&home.act, if to_sram { home.act.c } else { sram.c });
-        if d.row_pitch != d.w * d.pix_pitch || sram.row_pitch != sram.w * sram.pix_pitch {
-            return Err("concatenation through DRAM needs dense rows".into());
+        let plane = d.pixels();
+        if d.chan_pitch != plane || sram.chan_pitch != plane || sram.pixels() != plane {
+            return Err("concatenation through DRAM needs dense channel planes".into());
         }
-        let pixels = d.pixels();
-        let per = PIXELS_PER_DMA.min(pixels);
-        let mut p0 = 0u32;
-        while p0 < pixels {
-            let n = per.min(pixels - p0);
-            let dma = Dma {
-                dram_addr: u64::from(p0) * u64::from(d.pix_pitch) + u64::from(c_off),
-                sram_addr: p0 * sram.pix_pitch,
-                rows: n,
-                row_len: c,
-                dram_stride: u64::from(d.pix_pitch),
-                sram_stride: sram.pix_pitch,
-                ..Dma::default()
-            };
-            let bytes = u64::from(n) * u64::from(c);
-            self.out.sp.fixups.push((self.out.jobs.len(), home.base));
-            let kind = if to_sram {
-                self.out.sp.fill_bytes += bytes;
-                JobKind::Read { loc, dma }
-            } else {
-                self.out.sp.spill_bytes += bytes;
-                JobKind::Write { loc, dma }
-            };
-            self.out.jobs.push(Job {
-                node: node.to_string(),
-                kind,
-            });
-            p0 += n;
-        }
+        let dma = Dma {
+            dram_addr: u64::from(c_off) * u64::from(d.chan_pitch),
+            sram_addr: 0,
+            rows: c,
+            row_len: plane,
+            dram_stride: u64::from(d.chan_pitch),
+            sram_stride: sram.chan_pitch,
+            ..Dma::default()
+        };
+        self.push_home_dma(node, to_sram, home, loc, dma);
         Ok(())
     }
 

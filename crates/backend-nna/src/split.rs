@@ -102,9 +102,11 @@ pub fn bands(t: &DotProduct, opcode: DotOpcode, rows: u32) -> Result<Vec<Band>, 
 /// What the working set of a split layer is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sizes {
-    /// Input row pitch if the input is spilled (filled band by band), else 0.
+    /// Bytes of one input row over all channels if the input is spilled (filled band
+    /// by band), else 0.
     pub in_row: u64,
-    /// Output row pitch if the output is spilled (written band by band), else 0.
+    /// Bytes of one stored output row over all channels if the output is spilled
+    /// (written band by band), else 0.
     pub out_row: u64,
     /// Bytes live for the whole layer: resident input/output, bias and channel tables.
     pub fixed: u64,
@@ -246,26 +248,33 @@ impl Walk<'_> {
         let bb = self.param(&name, &i32_bytes(&d.bias));
         let cb = self.param(&name, &chan_table(&d.entries));
         let whole = (q >= groups).then(|| self.param(&name, &d.weights));
-        let (in_row, out_row) = (u64::from(x.act().row_pitch), u64::from(d.t.out_row_pitch));
+        // Offsets of a band in a resident tensor are rows of `row_pitch`; a band
+        // buffer holds `rows * row_bytes()` with channel pitch `rows * row_pitch`.
+        let (xa, oa) = (x.act().clone(), out.act().clone());
+        let (in_row, out_row) = (u64::from(xa.row_pitch), u64::from(oa.row_pitch));
         let mut total = 0usize;
         for (bi, band) in choice.bands.iter().enumerate() {
             if bi > 0 {
                 self.next_step();
             }
+            let mut bt = band.t.clone();
             let in_loc: Loc = match &x {
                 Src::Sram(p) => (p.buf, p.off + u64::from(band.i0) * in_row),
                 Src::Dram(h) => {
                     let rows = band.i1 - band.i0;
-                    let b = self.split_buf(&name, u64::from(rows) * in_row, overlap);
+                    let b = self.split_buf(&name, u64::from(rows) * xa.row_bytes(), overlap);
                     self.move_rows(&name, true, h, band.i0, (b, 0), rows);
+                    bt.in_chan_pitch = xa.band_chan_pitch(rows);
                     (b, 0)
                 }
             };
             let out_loc: Loc = match &out {
                 Src::Sram(p) => (p.buf, p.off + u64::from(band.s0) * out_row),
                 Src::Dram(_) => {
-                    let rows = u64::from(band.s1 - band.s0);
-                    (self.split_buf(&name, rows * out_row, overlap), 0)
+                    let rows = band.s1 - band.s0;
+                    bt.out_chan_pitch = oa.band_chan_pitch(rows);
+                    let size = u64::from(rows) * oa.row_bytes();
+                    (self.split_buf(&name, size, overlap), 0)
                 }
             };
             for q0 in (0..groups).step_by(q as usize) {
@@ -293,7 +302,7 @@ impl Walk<'_> {
                     node: name.clone(),
                     kind: JobKind::Dot {
                         opcode: d.opcode,
-                        t: band.t.clone(),
+                        t: bt.clone(),
                         bufs: [in_loc, w_loc, out_loc, (bb, 0), (cb, 0)],
                         block: d.block,
                         w_group0: if whole.is_some() { 0 } else { q0 },
@@ -344,8 +353,8 @@ impl Walk<'_> {
         let (block, groups) = (u64::from(p.block), t.out_c.div_ceil(self.hw.mac_cols));
         let xa = x.act();
         let all_spilled = Sizes {
-            in_row: u64::from(xa.row_pitch),
-            out_row: u64::from(out.row_pitch),
+            in_row: xa.row_bytes(),
+            out_row: out.row_bytes(),
             fixed: tables,
             block,
             groups,

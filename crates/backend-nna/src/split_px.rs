@@ -38,7 +38,7 @@ impl Walk<'_> {
         let node = self.g.node(id);
         let out = crate::act::Act::of(&node.name, &node.outputs[0]).ok()?;
         let mut whole = out.bytes();
-        let mut per_row = u64::from(out.row_pitch);
+        let mut per_row = out.row_bytes();
         for v in self.g.node_inputs(id) {
             let a = self
                 .vals
@@ -46,7 +46,7 @@ impl Walk<'_> {
                 .map(|p| p.act.clone())
                 .or_else(|| self.out.sp.homes.get(&v.node).map(|h| h.act.clone()))?;
             whole += a.bytes();
-            per_row += u64::from(a.row_pitch);
+            per_row += a.row_bytes();
         }
         Some((whole, per_row, 16 * u64::from(out.c)))
     }
@@ -63,14 +63,15 @@ impl Walk<'_> {
 
     /// Pushes the banded jobs of a pixel-wise layer: `inputs` and `out` (resident or
     /// spilled, `h` rows of `w` pixels, `c` channels) and `job(rows, inputs, out,
-    /// tiles)` building one band's job.
+    /// tiles)` building one band's job (operands as location and channel pitch: a
+    /// resident tensor keeps its own, a band buffer has `rows * row_pitch`).
     pub(crate) fn px_split(
         &mut self,
         id: NodeId,
         inputs: &[Src],
         out: Src,
         table: usize,
-        job: impl Fn(u32, &[Loc], Loc, Vec<Tile>) -> JobKind,
+        job: impl Fn(u32, &[(Loc, u32)], (Loc, u32), Vec<Tile>) -> JobKind,
     ) -> Result<(), String> {
         let name = self.g.node(id).name.clone();
         let o = out.act().clone();
@@ -79,7 +80,7 @@ impl Walk<'_> {
             .iter()
             .chain(std::iter::once(&out))
             .filter(|s| streamed(s))
-            .map(|s| u64::from(s.act().row_pitch))
+            .map(|s| s.act().row_bytes())
             .sum();
         let fixed: u64 = inputs
             .iter()
@@ -102,24 +103,29 @@ impl Walk<'_> {
             let mut locs = Vec::with_capacity(inputs.len());
             for s in inputs {
                 let loc = match s {
-                    Src::Sram(p) => (p.buf, p.off + u64::from(y0) * u64::from(p.act.row_pitch)),
+                    Src::Sram(p) => (
+                        (p.buf, p.off + u64::from(y0) * u64::from(p.act.row_pitch)),
+                        p.act.chan_pitch,
+                    ),
                     Src::Dram(h) => {
-                        let b = self.band_buf(
-                            &name,
-                            u64::from(n) * u64::from(h.act.row_pitch),
-                            overlap,
-                        );
+                        let b = self.band_buf(&name, u64::from(n) * h.act.row_bytes(), overlap);
                         self.move_rows(&name, true, h, y0, (b, 0), n);
-                        (b, 0)
+                        ((b, 0), h.act.band_chan_pitch(n))
                     }
                 };
                 locs.push(loc);
             }
             let out_loc = match &out {
-                Src::Sram(p) => (p.buf, p.off + u64::from(y0) * u64::from(p.act.row_pitch)),
+                Src::Sram(p) => (
+                    (p.buf, p.off + u64::from(y0) * u64::from(p.act.row_pitch)),
+                    p.act.chan_pitch,
+                ),
                 Src::Dram(_) => {
-                    let size = u64::from(n) * u64::from(o.row_pitch);
-                    (self.band_buf(&name, size, overlap), 0)
+                    let size = u64::from(n) * o.row_bytes();
+                    (
+                        (self.band_buf(&name, size, overlap), 0),
+                        o.band_chan_pitch(n),
+                    )
                 }
             };
             let tl = tiles(n * o.w, o.c, self.tile_pixels, self.hw.mac_cols);
@@ -130,11 +136,11 @@ impl Walk<'_> {
                 kind,
             });
             for l in locs.iter().chain(std::iter::once(&out_loc)) {
-                let b = &mut self.out.bufs[l.0];
+                let b = &mut self.out.bufs[l.0 .0];
                 b.last = b.last.max(self.step);
             }
             if let Src::Dram(h) = &out {
-                self.move_rows(&name, false, h, y0, out_loc, n);
+                self.move_rows(&name, false, h, y0, out_loc.0, n);
             }
             y0 += n;
         }

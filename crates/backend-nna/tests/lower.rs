@@ -186,7 +186,7 @@ fn float_graph_is_refused_naming_the_node() {
 #[test]
 fn sram_too_small_names_the_layer_and_bytes() {
     let shape = [1, 3, 16, 16];
-    let q = quantize_graph(single_conv(&shape, 32, 3, 1), &shape);
+    let q = quantize_graph(single_conv(&shape, 64, 3, 1), &shape);
     let hw = HwConfig {
         sram_bytes: 4096,
         ..HwConfig::fsd()
@@ -227,8 +227,18 @@ fn inception_concat_is_placed_without_copies() {
             _ => None,
         })
         .collect();
-    // The two branches write 5 and 7 channels at offsets 0 and 5 of one 16-byte pixel.
-    assert_eq!(convs[0].out_pix_pitch, 16);
+    // The two branches write 5 and 7 channel planes of 8x8 bytes at channel offsets
+    // 0 and 5 of one planar buffer.
+    assert_eq!(
+        (
+            convs[0].out_pix_pitch,
+            convs[0].out_row_pitch,
+            convs[0].out_chan_pitch
+        ),
+        (1, 8, 64)
+    );
+    let (a, b) = (convs[0].out_addr, convs[1].out_addr);
+    assert_eq!(b.abs_diff(a), 5 * 64);
     assert_eq!(convs.last().unwrap().in_c, 12);
     assert!(assert_bit_exact(&q, &p, 10, &shape) > 0);
 }

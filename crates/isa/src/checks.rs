@@ -102,23 +102,28 @@ impl DotProduct {
             "pixel",
         )?;
         check_tile(self.oc_start, self.oc_count, self.out_c.into(), "channel")?;
-        check_pitch(
-            self.in_pix_pitch,
-            self.in_c,
-            self.in_row_pitch,
-            self.in_w,
-            "input",
-        )?;
-        let (_, sw) = self
+        let [i, o] = self.act_layouts()?;
+        i.check("input")?;
+        o.check("output")
+    }
+
+    /// The input and the stored output tensor.
+    pub fn act_layouts(&self) -> Result<[ActLayout; 2], String> {
+        let (sh, sw) = self
             .stored_hw()
             .ok_or("pooling window larger than the padded output")?;
-        check_pitch(
-            self.out_pix_pitch,
-            self.out_c,
-            self.out_row_pitch,
-            sw,
-            "output",
-        )
+        Ok([
+            ActLayout::new(
+                (self.in_h, self.in_w, self.in_c),
+                self.in_addr,
+                (self.in_row_pitch, self.in_pix_pitch, self.in_chan_pitch),
+            ),
+            ActLayout::new(
+                (sh, sw, self.out_c),
+                self.out_addr,
+                (self.out_row_pitch, self.out_pix_pitch, self.out_chan_pitch),
+            ),
+        ])
     }
 
     fn check_pool_fields(&self) -> Result<(), String> {
@@ -148,13 +153,82 @@ fn check_tile(start: u32, count: u32, total: u64, what: &str) -> Result<(), Stri
     Ok(())
 }
 
-fn check_pitch(pix: u32, c: u32, row: u32, w: u32, what: &str) -> Result<(), String> {
-    if pix < c || u64::from(row) < u64::from(w) * u64::from(pix) {
-        return Err(format!(
-            "{what} pitches too small: pix_pitch {pix} < C {c} or row_pitch {row} < W*pix_pitch"
-        ));
+/// The layout of one activation operand: element (y, x, c) at
+/// `addr + y*row + x*pix + c*chan` (docs/ISA.md section 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActLayout {
+    pub addr: u32,
+    pub h: u32,
+    pub w: u32,
+    pub c: u32,
+    pub row: u32,
+    pub pix: u32,
+    pub chan: u32,
+}
+
+impl ActLayout {
+    /// The `(h, w, c)` tensor at `addr` with `(row, pix, chan)` pitches.
+    pub fn new((h, w, c): (u32, u32, u32), addr: u32, (row, pix, chan): (u32, u32, u32)) -> Self {
+        ActLayout {
+            addr,
+            h,
+            w,
+            c,
+            row,
+            pix,
+            chan,
+        }
     }
-    Ok(())
+
+    /// One past the highest byte address of the tensor. All values are at most 28 bits
+    /// times 16 bits, so the sum cannot overflow u64.
+    pub fn end(&self) -> u64 {
+        let u = u64::from;
+        u(self.addr)
+            + u(self.h.saturating_sub(1)) * u(self.row)
+            + u(self.w.saturating_sub(1)) * u(self.pix)
+            + u(self.c.saturating_sub(1)) * u(self.chan)
+            + 1
+    }
+
+    /// No two elements share a byte: the dimensions of extent > 1, ordered by pitch,
+    /// are nested (each pitch is at least the span of the smaller ones).
+    pub fn check(&self, what: &str) -> Result<(), String> {
+        let mut dims = [
+            (self.row, self.h, "row"),
+            (self.pix, self.w, "pix"),
+            (self.chan, self.c, "chan"),
+        ];
+        dims.sort_by_key(|&(p, n, _)| (p, n));
+        let mut span = 1u64;
+        for (pitch, n, name) in dims {
+            if n <= 1 {
+                continue;
+            }
+            if u64::from(pitch) < span {
+                return Err(format!(
+                    "{what} pitches overlap: {name}_pitch {pitch} < {span} bytes of the smaller \
+                     dimensions (row {}, pix {}, chan {}; H {} W {} C {})",
+                    self.row, self.pix, self.chan, self.h, self.w, self.c
+                ));
+            }
+            span += u64::from(n - 1) * u64::from(pitch);
+        }
+        Ok(())
+    }
+
+    /// [`ActLayout::check`] and the tensor lies inside an SRAM of `sram_bytes`.
+    pub fn check_in(&self, what: &str, sram_bytes: u64) -> Result<(), String> {
+        self.check(what)?;
+        if self.end() > sram_bytes {
+            return Err(format!(
+                "{what} tensor at 0x{:x} ends at 0x{:x}, beyond the SRAM ({sram_bytes} bytes)",
+                self.addr,
+                self.end()
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Scale {
@@ -168,20 +242,26 @@ impl Scale {
             "pixel",
         )?;
         check_tile(self.c_start, self.c_count, self.c.into(), "channel")?;
-        check_pitch(
-            self.in_pix_pitch,
-            self.c,
-            self.in_row_pitch,
-            self.w,
-            "input",
-        )?;
-        check_pitch(
-            self.out_pix_pitch,
-            self.c,
-            self.out_row_pitch,
-            self.w,
-            "output",
-        )
+        let [i, o] = self.act_layouts();
+        i.check("input")?;
+        o.check("output")
+    }
+
+    /// The input and output tensors.
+    pub fn act_layouts(&self) -> [ActLayout; 2] {
+        let d = (self.h, self.w, self.c);
+        [
+            ActLayout::new(
+                d,
+                self.in_addr,
+                (self.in_row_pitch, self.in_pix_pitch, self.in_chan_pitch),
+            ),
+            ActLayout::new(
+                d,
+                self.out_addr,
+                (self.out_row_pitch, self.out_pix_pitch, self.out_chan_pitch),
+            ),
+        ]
     }
 }
 
@@ -196,15 +276,32 @@ impl Eltwise {
             "pixel",
         )?;
         check_tile(self.c_start, self.c_count, self.c.into(), "channel")?;
-        check_pitch(self.a_pix_pitch, self.c, self.a_row_pitch, self.w, "A")?;
-        check_pitch(self.b_pix_pitch, self.c, self.b_row_pitch, self.w, "B")?;
-        check_pitch(
-            self.out_pix_pitch,
-            self.c,
-            self.out_row_pitch,
-            self.w,
-            "output",
-        )
+        let [a, b, o] = self.act_layouts();
+        a.check("A")?;
+        b.check("B")?;
+        o.check("output")
+    }
+
+    /// Tensors A, B and the output.
+    pub fn act_layouts(&self) -> [ActLayout; 3] {
+        let d = (self.h, self.w, self.c);
+        [
+            ActLayout::new(
+                d,
+                self.a_addr,
+                (self.a_row_pitch, self.a_pix_pitch, self.a_chan_pitch),
+            ),
+            ActLayout::new(
+                d,
+                self.b_addr,
+                (self.b_row_pitch, self.b_pix_pitch, self.b_chan_pitch),
+            ),
+            ActLayout::new(
+                d,
+                self.out_addr,
+                (self.out_row_pitch, self.out_pix_pitch, self.out_chan_pitch),
+            ),
+        ]
     }
 }
 
@@ -218,12 +315,30 @@ pub fn check_instr(ins: &Instr, hw: &HwConfig) -> Result<(), String> {
             ));
         }
     }
+    let sram = hw.sram_bytes;
+    let named = |v: &[ActLayout], names: &[&str]| -> Result<(), String> {
+        v.iter()
+            .zip(names)
+            .try_for_each(|(l, n)| l.check_in(n, sram))
+    };
     match ins {
-        Instr::Conv(d) => d.check(DotKind::Conv),
-        Instr::Deconv(d) => d.check(DotKind::Deconv),
-        Instr::InnerProduct(d) => d.check(DotKind::InnerProduct),
-        Instr::Scale(s) => s.check(),
-        Instr::Eltwise(e) => e.check(),
+        Instr::Conv(d) | Instr::Deconv(d) | Instr::InnerProduct(d) => {
+            let kind = match ins {
+                Instr::Conv(_) => DotKind::Conv,
+                Instr::Deconv(_) => DotKind::Deconv,
+                _ => DotKind::InnerProduct,
+            };
+            d.check(kind)?;
+            named(&d.act_layouts()?, &["input", "output"])
+        }
+        Instr::Scale(s) => {
+            s.check()?;
+            named(&s.act_layouts(), &["input", "output"])
+        }
+        Instr::Eltwise(e) => {
+            e.check()?;
+            named(&e.act_layouts(), &["A", "B", "output"])
+        }
         Instr::DmaRead(_) | Instr::DmaWrite(_) | Instr::Stop(_) => Ok(()),
     }
 }
@@ -242,8 +357,10 @@ mod tests {
             out_c: 16,
             in_row_pitch: 32,
             in_pix_pitch: 4,
+            in_chan_pitch: 1,
             out_row_pitch: 128,
             out_pix_pitch: 16,
+            out_chan_pitch: 1,
             pix_count: 64,
             oc_count: 16,
             kernel_h: 3,
@@ -308,5 +425,38 @@ mod tests {
         assert!(z.check(DotKind::Conv).is_err());
         assert!(Scale::default().check().is_err());
         assert!(Eltwise::default().check().is_err());
+    }
+
+    #[test]
+    fn planar_layouts_are_checked_for_overlap_zero_pitch_and_sram_bounds() {
+        let mut p = conv3x3();
+        (p.in_row_pitch, p.in_pix_pitch, p.in_chan_pitch) = (8, 1, 64);
+        (p.out_row_pitch, p.out_pix_pitch, p.out_chan_pitch) = (8, 1, 64);
+        assert_eq!(p.check(DotKind::Conv), Ok(()));
+        let hw = HwConfig::default();
+        assert_eq!(check_instr(&Instr::Conv(p.clone()), &hw), Ok(()));
+        // Channel planes overlapping the rows of the previous one.
+        let mut o = p.clone();
+        o.in_chan_pitch = 63;
+        assert!(o.check(DotKind::Conv).unwrap_err().contains("overlap"));
+        // A zero channel pitch with several channels puts them on one byte.
+        o.in_chan_pitch = 0;
+        assert!(o.check(DotKind::Conv).is_err());
+        // One channel needs no channel pitch.
+        let mut one = p.clone();
+        (one.in_c, one.in_chan_pitch) = (1, 0);
+        assert_eq!(one.check(DotKind::Conv), Ok(()));
+        // The output's last channel plane beyond the SRAM.
+        let mut far = p.clone();
+        far.out_addr = (hw.sram_bytes - 64) as u32;
+        let e = check_instr(&Instr::Conv(far), &hw).unwrap_err();
+        assert!(e.contains("beyond the SRAM"), "{e}");
+        // Hostile maximal pitches and sizes: an error, no overflow.
+        let mut big = p;
+        (big.in_h, big.in_w, big.in_c) = (65535, 65535, 65535);
+        (big.in_row_pitch, big.in_pix_pitch, big.in_chan_pitch) =
+            ((1 << 24) - 1, 65535, (1 << 28) - 1);
+        big.in_addr = (1 << 28) - 1;
+        assert!(check_instr(&Instr::Conv(big), &hw).is_err());
     }
 }

@@ -64,11 +64,11 @@ layout! {
         /// The SIMD program run on every accumulator row (encoded after the instruction).
         pub simd: Vec<SimdInstr>,
     } {
-        /// SRAM address of input activations (HWC layout)
+        /// SRAM address of input activations
         in_addr: u32 = [256, 28, Hex];
         /// SRAM address of the weight block of the first output-channel group of the tile
         w_addr: u32 = [284, 28, Hex];
-        /// SRAM address of the output tensor (HWC layout; pooled tensor when pooling)
+        /// SRAM address of the output tensor (pooled tensor when pooling)
         out_addr: u32 = [312, 28, Hex];
         /// SRAM address of int32 bias for channel oc_start (when bias_en)
         bias_addr: u32 = [340, 28, Hex];
@@ -158,6 +158,10 @@ layout! {
         in_pad_hint: u32 = [808, 4, Dec];
         /// output tensor padding-pattern hint (no effect on results)
         out_pad_hint: u32 = [812, 4, Dec];
+        /// input bytes between channels (c to c+1; 1 for HWC)
+        in_chan_pitch: u32 = [816, 28, Dec];
+        /// output bytes between channels
+        out_chan_pitch: u32 = [844, 28, Dec];
     }
 }
 
@@ -170,9 +174,9 @@ layout! {
         /// The SIMD program run on every row.
         pub simd: Vec<SimdInstr>,
     } {
-        /// SRAM address of the input tensor (HWC)
+        /// SRAM address of the input tensor
         in_addr: u32 = [256, 28, Hex];
-        /// SRAM address of the output tensor (HWC)
+        /// SRAM address of the output tensor
         out_addr: u32 = [284, 28, Hex];
         /// SRAM address of the channel-parameter entry of channel c_start
         chan_addr: u32 = [312, 28, Hex];
@@ -204,6 +208,10 @@ layout! {
         out_signed: bool = [561, 1, Bool];
         /// input zero point, subtracted before the SIMD program
         in_zero: i16 = [568, 16, Dec, -128..=255];
+        /// input bytes between channels (c to c+1; 1 for HWC)
+        in_chan_pitch: u32 = [584, 28, Dec];
+        /// output bytes between channels
+        out_chan_pitch: u32 = [612, 28, Dec];
     }
 }
 
@@ -215,11 +223,11 @@ layout! {
         /// The SIMD program run on every row.
         pub simd: Vec<SimdInstr>,
     } {
-        /// SRAM address of tensor A (HWC)
+        /// SRAM address of tensor A
         a_addr: u32 = [256, 28, Hex];
-        /// SRAM address of tensor B (HWC)
+        /// SRAM address of tensor B
         b_addr: u32 = [284, 28, Hex];
-        /// SRAM address of the output tensor (HWC)
+        /// SRAM address of the output tensor
         out_addr: u32 = [312, 28, Hex];
         /// SRAM address of the channel-parameter entry of channel c_start
         chan_addr: u32 = [340, 28, Hex];
@@ -269,5 +277,11 @@ layout! {
         a_shift: u32 = [728, 6, Dec];
         /// B rescale right shift
         b_shift: u32 = [734, 6, Dec];
+        /// A bytes between channels (c to c+1; 1 for HWC)
+        a_chan_pitch: u32 = [740, 28, Dec];
+        /// B bytes between channels
+        b_chan_pitch: u32 = [768, 28, Dec];
+        /// output bytes between channels
+        out_chan_pitch: u32 = [796, 28, Dec];
     }
 }

@@ -48,6 +48,8 @@ fn conv(input: u32, output: u32, flags: FlagOps) -> Instr {
         in_pix_pitch: 8,
         out_row_pitch: 32,
         out_pix_pitch: 8,
+        in_chan_pitch: 1,
+        out_chan_pitch: 1,
         pix_count: 16,
         oc_count: 8,
         kernel_h: 1,
@@ -326,10 +328,10 @@ fn unanalysable_programs_are_errors_naming_the_instruction() {
     assert!(e.to_string().contains("#2 CONV"), "{e}");
 }
 
-#[test]
-fn conv_footprint_covers_kernel_window_weights_and_tile() {
-    // 3x3 conv, pad 1, 8x8x8 in (pitch 8), 8x8x16 out; tile = output row 3.
-    let d = DotProduct {
+/// A 3x3 conv, pad 1, over an 8x8x8 HWC input (pitch 8) to 8x8x16 (pitch 16);
+/// tile = output row 3.
+fn conv3x3_row3() -> DotProduct {
+    DotProduct {
         in_addr: 0x1000,
         w_addr: 0x8000,
         out_addr: 0x2000,
@@ -343,6 +345,8 @@ fn conv_footprint_covers_kernel_window_weights_and_tile() {
         in_pix_pitch: 8,
         out_row_pitch: 128,
         out_pix_pitch: 16,
+        in_chan_pitch: 1,
+        out_chan_pitch: 1,
         pix_start: 24,
         pix_count: 8,
         oc_count: 16,
@@ -357,9 +361,16 @@ fn conv_footprint_covers_kernel_window_weights_and_tile() {
         dil_h: 1,
         dil_w: 1,
         groups: 1,
+        ..DotProduct::default()
+    }
+}
+
+#[test]
+fn conv_footprint_covers_kernel_window_weights_and_tile() {
+    let d = DotProduct {
         bias_en: true,
         bias_addr: 0x9000,
-        ..DotProduct::default()
+        ..conv3x3_row3()
     };
     let fp = hazard::footprint(&Instr::Conv(d), &HwConfig::fsd());
     let k = 8 * 9 * 96;
@@ -378,6 +389,34 @@ fn conv_footprint_covers_kernel_window_weights_and_tile() {
 }
 
 #[test]
+fn planar_footprint_is_one_range_per_channel_row() {
+    // The same conv on planar tensors (pixel pitch 1, row pitch 8, channel pitch 64):
+    // input rows 2..=4 of each of the 8 channel planes, output row 3 of the output
+    // channels 4..12 (one channel group of the tile).
+    let d = DotProduct {
+        in_row_pitch: 8,
+        in_pix_pitch: 1,
+        in_chan_pitch: 64,
+        out_row_pitch: 8,
+        out_pix_pitch: 1,
+        out_chan_pitch: 64,
+        oc_start: 4,
+        oc_count: 8,
+        ..conv3x3_row3()
+    };
+    let fp = hazard::footprint(&Instr::Conv(d), &HwConfig::fsd());
+    let mut reads: Vec<(u64, u64)> = (0..8)
+        .map(|c| (0x1000 + c * 64 + 2 * 8, 0x1000 + c * 64 + 5 * 8))
+        .collect();
+    reads.push((0x8000, 0x8000 + 8 * 9 * 96));
+    assert_eq!(fp.sram_reads, Intervals::from_ranges(reads));
+    let writes: Vec<(u64, u64)> = (4..12)
+        .map(|c| (0x2000 + c * 64 + 3 * 8, 0x2000 + c * 64 + 4 * 8))
+        .collect();
+    assert_eq!(fp.sram_writes, Intervals::from_ranges(writes));
+}
+
+#[test]
 fn pooled_tiles_write_only_windows_inside_the_tile() {
     // 4x4 output, 2x2/2 max pooling -> 2x2; the tile holds output rows 0..=2, so only
     // pooled row 0 (windows over rows 0..=1) is written.
@@ -392,6 +431,8 @@ fn pooled_tiles_write_only_windows_inside_the_tile() {
         in_pix_pitch: 8,
         out_row_pitch: 16,
         out_pix_pitch: 8,
+        in_chan_pitch: 1,
+        out_chan_pitch: 1,
         out_addr: 0x100,
         pix_count: 12,
         oc_count: 8,

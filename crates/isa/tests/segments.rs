@@ -41,6 +41,8 @@ fn conv(input: u32, output: u32, flags: FlagOps) -> Instr {
         in_pix_pitch: 8,
         out_row_pitch: 32,
         out_pix_pitch: 8,
+        in_chan_pitch: 1,
+        out_chan_pitch: 1,
         pix_count: 16,
         oc_count: 8,
         kernel_h: 1,

@@ -25,8 +25,10 @@ struct Case {
     pix: Option<(u32, u32)>,
     oc: Option<(u32, u32)>,
     pool: Option<(PoolKind, u32, u32, [u32; 4], bool)>,
-    /// Extra bytes per pixel in the input/output pitches.
+    /// Extra bytes per pixel in the input/output pitches (planar: per row and plane).
     pitch_pad: u32,
+    /// Planar (CHW) tensors instead of HWC.
+    planar: bool,
     simd: Option<Vec<SimdInstr>>,
 }
 
@@ -50,6 +52,7 @@ fn base(op: &'static str) -> Case {
         oc: None,
         pool: None,
         pitch_pad: 0,
+        planar: false,
         simd: None,
     }
 }
@@ -107,15 +110,23 @@ fn build(c: &Case, seed: u64, bias_scale: i32) -> Built {
     let (icpg, ocpg) = (c.in_c / c.groups, c.out_c / c.groups);
     let (kh, kw) = c.k;
     let kterms = (icpg * kh * kw) as usize;
-    let in_pp = c.in_c + c.pitch_pad;
-    let in_rp = c.in_w * in_pp;
-    let out_pp = c.out_c + c.pitch_pad;
-    let out_rp = pw * out_pp;
+    // (pixel, row, channel) pitches of a `w`-wide, `h`-high, `ch`-channel tensor.
+    let pitches = |w: u32, h: u32, ch: u32| {
+        if c.planar {
+            let rp = w + c.pitch_pad;
+            (1, rp, rp * h + c.pitch_pad)
+        } else {
+            let pp = ch + c.pitch_pad;
+            (pp, w * pp, 1)
+        }
+    };
+    let (in_pp, in_rp, in_cp) = pitches(c.in_w, c.in_h, c.in_c);
+    let (out_pp, out_rp, out_cp) = pitches(pw, ph, c.out_c);
     let (pix_start, pix_count) = c.pix.unwrap_or((0, oh * ow));
     let (oc_start, oc_count) = c.oc.unwrap_or((0, c.out_c));
     let cols = 8usize;
 
-    let input = rng.bytes((c.in_h * in_rp) as usize);
+    let input = rng.bytes(((c.in_h - 1) * in_rp + c.in_w * in_pp + c.in_c * in_cp) as usize);
     let w: Vec<i8> = rng
         .bytes(c.out_c as usize * kterms)
         .into_iter()
@@ -163,7 +174,7 @@ fn build(c: &Case, seed: u64, bias_scale: i32) -> Built {
     let x = |y: i64, xx: i64, ch: u32| -> i64 {
         if y >= 0 && xx >= 0 && y < i64::from(c.in_h) && xx < i64::from(c.in_w) {
             code(
-                input[(y as u32 * in_rp + xx as u32 * in_pp + ch) as usize],
+                input[(y as u32 * in_rp + xx as u32 * in_pp + ch * in_cp) as usize],
                 c.in_signed,
             )
         } else {
@@ -220,14 +231,18 @@ fn build(c: &Case, seed: u64, bias_scale: i32) -> Built {
             prepool[((p * c.out_c) + oc) as usize] = Some(byte);
         }
     }
-    let out_len = ph * out_rp;
+    let out_len = if c.planar {
+        c.out_c * out_cp
+    } else {
+        ph * out_rp
+    };
     let mut want = vec![0u8; out_len as usize];
     match c.pool {
         None => {
             for p in 0..oh * ow {
                 for oc in 0..c.out_c {
                     if let Some(b) = prepool[(p * c.out_c + oc) as usize] {
-                        want[((p / ow) * out_rp + (p % ow) * out_pp + oc) as usize] = b;
+                        want[((p / ow) * out_rp + (p % ow) * out_pp + oc * out_cp) as usize] = b;
                     }
                 }
             }
@@ -273,7 +288,7 @@ fn build(c: &Case, seed: u64, bias_scale: i32) -> Built {
                                 }
                             }
                         };
-                        want[(py * out_rp + px * out_pp + oc) as usize] =
+                        want[(py * out_rp + px * out_pp + oc * out_cp) as usize] =
                             v.clamp(-128, 127) as i8 as u8;
                     }
                 }
@@ -298,8 +313,10 @@ fn build(c: &Case, seed: u64, bias_scale: i32) -> Built {
         out_c: c.out_c,
         in_row_pitch: in_rp,
         in_pix_pitch: in_pp,
+        in_chan_pitch: in_cp,
         out_row_pitch: out_rp,
         out_pix_pitch: out_pp,
+        out_chan_pitch: out_cp,
         pix_start,
         pix_count,
         oc_start,
@@ -382,6 +399,21 @@ fn conv_stride_dilation_asymmetric_pads_pitches() {
     c.pitch_pad = 3;
     c.in_signed = true;
     c.in_zero = -7;
+    check(&c);
+}
+
+#[test]
+fn planar_tensors_with_padded_rows_and_planes() {
+    let mut c = base("CONV");
+    c.planar = true;
+    c.pitch_pad = 3;
+    check(&c);
+    c.stride = (2, 2);
+    c.pix = Some((2, 9));
+    c.oc = Some((3, 7));
+    check(&c);
+    c.pool = Some((PoolKind::Max, 2, 1, [0, 0, 1, 1], false));
+    c.pix = None;
     check(&c);
 }
 

@@ -35,6 +35,8 @@ fn conv(h: u32, w: u32, in_c: u32, out_c: u32, k: u32, stride: u32, groups: u32)
         in_row_pitch: pp * w,
         out_pix_pitch: opp,
         out_row_pitch: opp * out_w,
+        in_chan_pitch: 1,
+        out_chan_pitch: 1,
         pix_count: out_h * out_w,
         oc_count: out_c,
         kernel_h: k,

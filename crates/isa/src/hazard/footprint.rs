@@ -1,7 +1,8 @@
 //! The bytes each instruction reads and writes, from its fields alone.
 //!
 //! Exact for DMA (every row), for the output of every compute instruction (the tile's
-//! pixels, or the pooled pixels it writes), for weights, bias, channel tables and the
+//! pixels, or the pooled pixels it writes; one strided grid per channel when channels are not
+//! adjacent bytes), for weights, bias, channel tables and the
 //! inputs of SCALE and ELTWISE. The input of CONV / DECONV / INNER_PRODUCT is the
 //! bounding box of the tile's kernel windows, clipped to the tensor, over the channels
 //! of the groups the tile's output channels belong to (a superset of the bytes read).
@@ -102,27 +103,67 @@ impl Grid {
     }
 }
 
-/// An HWC tensor: `addr + y*row_pitch + x*pix_pitch + c`.
+/// An activation tensor: `addr + y*row_pitch + x*pix_pitch + c*chan_pitch`.
 #[derive(Debug, Clone, Copy)]
-struct Hwc {
+struct Act {
     addr: u32,
     row_pitch: u32,
     pix_pitch: u32,
+    chan_pitch: u32,
 }
 
-impl Hwc {
-    /// Channels `c0 .. c0+channels` of the pixels of `r`.
+impl Act {
+    fn new(addr: u32, row_pitch: u32, pix_pitch: u32, chan_pitch: u32) -> Act {
+        Act {
+            addr,
+            row_pitch,
+            pix_pitch,
+            chan_pitch,
+        }
+    }
+
+    /// Channels `c0 .. c0+channels` of the pixels of `r`. Channels that are not
+    /// adjacent bytes (`chan_pitch != 1`) are one grid each; past [`MAX_RANGES`]
+    /// ranges a channel becomes its hull, past that the channels become one hull.
     fn rect(&self, r: Rect, c0: u64, channels: u64, out: &mut Vec<(u64, u64)>) {
-        let (rp, pp) = (u64::from(self.row_pitch), u64::from(self.pix_pitch));
-        Grid {
-            base: u64::from(self.addr) + r.y0 * rp + r.x0 * pp + c0,
+        let (rp, pp, cp) = (
+            u64::from(self.row_pitch),
+            u64::from(self.pix_pitch),
+            u64::from(self.chan_pitch),
+        );
+        let grid = |c: u64, len: u64| Grid {
+            base: u64::from(self.addr) + r.y0 * rp + r.x0 * pp + c * cp,
             rows: r.rows,
             row_pitch: rp,
             pixels: r.x1 - r.x0,
             pix_pitch: pp,
-            len: channels,
+            len,
+        };
+        if cp == 1 || channels <= 1 {
+            let len = if cp == 1 { channels } else { channels.min(1) };
+            return grid(c0, len).emit(out);
         }
-        .emit(out);
+        let ranges_per_chan = if pp == 1 {
+            r.rows
+        } else {
+            r.rows * (r.x1 - r.x0)
+        };
+        if channels.saturating_mul(ranges_per_chan) <= MAX_RANGES as u64 {
+            (c0..c0 + channels).for_each(|c| grid(c, 1).emit(out));
+            return;
+        }
+        let hull = |c: u64| {
+            let g = grid(c, 1);
+            (g.base, g.base + (g.rows - 1) * rp + (g.pixels - 1) * pp + 1)
+        };
+        if r.rows == 0 || r.x1 <= r.x0 {
+            return;
+        }
+        if channels <= MAX_RANGES as u64 {
+            out.extend((c0..c0 + channels).map(hull));
+        } else {
+            out.push((hull(c0).0, hull(c0 + channels - 1).1.max(hull(c0).1)));
+        }
     }
 
     /// Channels `c0 .. c0+channels` of the flattened pixel tile `start .. start+count`.
@@ -177,11 +218,7 @@ fn dma(d: &Dma, to_sram: bool) -> Footprint {
 fn dot(d: &DotProduct, kind: DotKind, hw: &HwConfig) -> Footprint {
     let mut reads = Vec::new();
     if let Some(inp) = dot_input(d, kind) {
-        let t = Hwc {
-            addr: d.in_addr,
-            row_pitch: d.in_row_pitch,
-            pix_pitch: d.in_pix_pitch,
-        };
+        let t = Act::new(d.in_addr, d.in_row_pitch, d.in_pix_pitch, d.in_chan_pitch);
         t.rect(inp.rect, inp.c0, inp.channels, &mut reads);
     }
     reads.push(range(d.w_addr, weight_bytes(d, hw.mac_cols)));
@@ -189,11 +226,12 @@ fn dot(d: &DotProduct, kind: DotKind, hw: &HwConfig) -> Footprint {
         reads.push(range(d.bias_addr, 4 * u64::from(d.oc_count)));
     }
     reads.extend(chan_table(d.chan_addr, d.oc_count, &d.simd));
-    let out = Hwc {
-        addr: d.out_addr,
-        row_pitch: d.out_row_pitch,
-        pix_pitch: d.out_pix_pitch,
-    };
+    let out = Act::new(
+        d.out_addr,
+        d.out_row_pitch,
+        d.out_pix_pitch,
+        d.out_chan_pitch,
+    );
     let writes = if d.pool == PoolKind::None {
         out.tile(d.out_w, d.pix_start, d.pix_count, d.oc_start, d.oc_count)
     } else {
@@ -215,32 +253,34 @@ fn sram(reads: Vec<(u64, u64)>, writes: Vec<(u64, u64)>) -> Footprint {
 }
 
 fn scale(s: &Scale) -> Footprint {
-    let t = |addr, row_pitch, pix_pitch| {
-        Hwc {
-            addr,
-            row_pitch,
-            pix_pitch,
-        }
-        .tile(s.w, s.pix_start, s.pix_count, s.c_start, s.c_count)
+    let t = |addr, rp, pp, cp| {
+        Act::new(addr, rp, pp, cp).tile(s.w, s.pix_start, s.pix_count, s.c_start, s.c_count)
     };
-    let mut reads = t(s.in_addr, s.in_row_pitch, s.in_pix_pitch);
+    let mut reads = t(s.in_addr, s.in_row_pitch, s.in_pix_pitch, s.in_chan_pitch);
     reads.extend(chan_table(s.chan_addr, s.c_count, &s.simd));
-    sram(reads, t(s.out_addr, s.out_row_pitch, s.out_pix_pitch))
+    let writes = t(
+        s.out_addr,
+        s.out_row_pitch,
+        s.out_pix_pitch,
+        s.out_chan_pitch,
+    );
+    sram(reads, writes)
 }
 
 fn eltwise(e: &Eltwise) -> Footprint {
-    let t = |addr, row_pitch, pix_pitch| {
-        Hwc {
-            addr,
-            row_pitch,
-            pix_pitch,
-        }
-        .tile(e.w, e.pix_start, e.pix_count, e.c_start, e.c_count)
+    let t = |addr, rp, pp, cp| {
+        Act::new(addr, rp, pp, cp).tile(e.w, e.pix_start, e.pix_count, e.c_start, e.c_count)
     };
-    let mut reads = t(e.a_addr, e.a_row_pitch, e.a_pix_pitch);
-    reads.extend(t(e.b_addr, e.b_row_pitch, e.b_pix_pitch));
+    let mut reads = t(e.a_addr, e.a_row_pitch, e.a_pix_pitch, e.a_chan_pitch);
+    reads.extend(t(e.b_addr, e.b_row_pitch, e.b_pix_pitch, e.b_chan_pitch));
     reads.extend(chan_table(e.chan_addr, e.c_count, &e.simd));
-    sram(reads, t(e.out_addr, e.out_row_pitch, e.out_pix_pitch))
+    let writes = t(
+        e.out_addr,
+        e.out_row_pitch,
+        e.out_pix_pitch,
+        e.out_chan_pitch,
+    );
+    sram(reads, writes)
 }
 
 /// The footprint of `ins`. Compute instructions must pass their

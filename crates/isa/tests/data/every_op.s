@@ -14,11 +14,11 @@
     DMA_READ set=F2 dram_addr=0x20000 sram_addr=0x2000 rows=1 row_len=256
 
     ; 3x3 conv, 3 -> 16 channels, per-channel requant, ReLU, fused 2x2 max pool.
-    CONV wait_set=F0,F1,F2 wait_clear=F3 set=F3 clear=F0,F1 in_addr=0x0 w_addr=0x1000 out_addr=0x3000 bias_addr=0x2000 chan_addr=0x2040 in_h=8 in_w=8 in_c=3 out_h=8 out_w=8 out_c=16 in_row_pitch=32 in_pix_pitch=4 out_row_pitch=64 out_pix_pitch=16 pix_count=64 oc_count=16 kernel_h=3 kernel_w=3 pad_top=1 pad_left=1 pad_bottom=1 pad_right=1 stride_h=1 stride_w=1 dil_h=1 dil_w=1 groups=1 bias_en=1 in_zero=128 out_zero=-128 pool=max pool_win=2 pool_stride=2
+    CONV wait_set=F0,F1,F2 wait_clear=F3 set=F3 clear=F0,F1 in_addr=0x0 w_addr=0x1000 out_addr=0x3000 bias_addr=0x2000 chan_addr=0x2040 in_h=8 in_w=8 in_c=3 out_h=8 out_w=8 out_c=16 in_row_pitch=32 in_pix_pitch=4 out_row_pitch=64 out_pix_pitch=16 in_chan_pitch=1 out_chan_pitch=1 pix_count=64 oc_count=16 kernel_h=3 kernel_w=3 pad_top=1 pad_left=1 pad_bottom=1 pad_right=1 stride_h=1 stride_w=1 dil_h=1 dil_w=1 groups=1 bias_en=1 in_zero=128 out_zero=-128 pool=max pool_win=2 pool_stride=2
         + FUSED_RELU per_channel=1 act_min=-128 act_max=127 zero_point=-128
 
     ; 2x upsampling deconvolution with a sigmoid: r0 = 1 / (1 + exp(-x * s)).
-    DECONV wait_set=F3 set=F4 in_addr=0x3000 w_addr=0x1800 out_addr=0x4000 chan_addr=0x2040 in_h=4 in_w=4 in_c=16 out_h=8 out_w=8 out_c=16 in_row_pitch=64 in_pix_pitch=16 out_row_pitch=128 out_pix_pitch=16 pix_count=64 oc_count=16 kernel_h=2 kernel_w=2 stride_h=2 stride_w=2 dil_h=1 dil_w=1 groups=1 w_signed=1 out_signed=0 order=channel_major in_pad_hint=1 out_pad_hint=2
+    DECONV wait_set=F3 set=F4 in_addr=0x3000 w_addr=0x1800 out_addr=0x4000 chan_addr=0x2040 in_h=4 in_w=4 in_c=16 out_h=8 out_w=8 out_c=16 in_row_pitch=64 in_pix_pitch=16 out_row_pitch=128 out_pix_pitch=16 in_chan_pitch=1 out_chan_pitch=1 pix_count=64 oc_count=16 kernel_h=2 kernel_w=2 stride_h=2 stride_w=2 dil_h=1 dil_w=1 groups=1 w_signed=1 out_signed=0 order=channel_major in_pad_hint=1 out_pad_hint=2
         + I2F dst=r1 a=r0
         + FMUL dst=r1 a=r1 bsrc=imm imm=-0.001f
         + FEXP dst=r1 a=r1
@@ -28,7 +28,7 @@
         + F2I dst=r0 a=r1
 
     ; Fully connected 1024 -> 10 with hard-swish in fp32.
-    INNER_PRODUCT wait_set=F4 set=F5 clear=F3 in_addr=0x4000 w_addr=0x8000 out_addr=0x6000 chan_addr=0x2040 in_h=8 in_w=8 in_c=16 out_h=1 out_w=1 out_c=10 in_row_pitch=128 in_pix_pitch=16 out_row_pitch=16 out_pix_pitch=16 pix_count=1 oc_count=10 kernel_h=8 kernel_w=8 stride_h=1 stride_w=1 dil_h=1 dil_w=1 groups=1 w_signed=1 out_signed=1
+    INNER_PRODUCT wait_set=F4 set=F5 clear=F3 in_addr=0x4000 w_addr=0x8000 out_addr=0x6000 chan_addr=0x2040 in_h=8 in_w=8 in_c=16 out_h=1 out_w=1 out_c=10 in_row_pitch=128 in_pix_pitch=16 out_row_pitch=16 out_pix_pitch=16 in_chan_pitch=1 out_chan_pitch=1 pix_count=1 oc_count=10 kernel_h=8 kernel_w=8 stride_h=1 stride_w=1 dil_h=1 dil_w=1 groups=1 w_signed=1 out_signed=1
         + I2F dst=r1 a=r0
         + FMUL dst=r1 a=r1 bsrc=imm imm=0.01f
         + FADD dst=r2 a=r1 bsrc=imm imm=3.0f
@@ -42,7 +42,7 @@
         + F2I dst=r0 a=r2
 
     ; Per-channel scale: (x * C2 + C3) rescaled by C0/C1 with integer ops.
-    SCALE wait_set=F5 set=F6 in_addr=0x6000 out_addr=0x6100 chan_addr=0x2040 h=1 w=1 c=10 in_row_pitch=16 in_pix_pitch=16 out_row_pitch=16 out_pix_pitch=16 pix_count=1 c_count=10 in_signed=1 out_signed=1 in_zero=-3
+    SCALE wait_set=F5 set=F6 in_addr=0x6000 out_addr=0x6100 chan_addr=0x2040 h=1 w=1 c=10 in_row_pitch=16 in_pix_pitch=16 out_row_pitch=16 out_pix_pitch=16 in_chan_pitch=1 out_chan_pitch=1 pix_count=1 c_count=10 in_signed=1 out_signed=1 in_zero=-3
         + IMUL dst=r0 a=r0 bsrc=chan chan=2
         + IADD dst=r0 a=r0 bsrc=chan chan=3
         + SHL dst=r0 a=r0 bsrc=imm imm=4
@@ -54,7 +54,7 @@
         + FUSED_RELU dst=r0 src=r0 multiplier=1073741824 shift=30 act_min=-128 act_max=127
 
     ; Residual add with a select: where a == b keep a, else max(a, b) via compare+select.
-    ELTWISE wait_set=F6 set=F7 clear=F5,F6 a_addr=0x6000 b_addr=0x6100 out_addr=0x6200 chan_addr=0x2040 h=1 w=1 c=10 a_row_pitch=16 a_pix_pitch=16 b_row_pitch=16 b_pix_pitch=16 out_row_pitch=16 out_pix_pitch=16 pix_count=1 c_count=10 a_signed=1 b_signed=1 out_signed=1 op=add a_zero=-3 b_zero=-3 a_mult=1073741824 b_mult=536870912 a_shift=30 b_shift=29
+    ELTWISE wait_set=F6 set=F7 clear=F5,F6 a_addr=0x6000 b_addr=0x6100 out_addr=0x6200 chan_addr=0x2040 h=1 w=1 c=10 a_row_pitch=16 a_pix_pitch=16 b_row_pitch=16 b_pix_pitch=16 out_row_pitch=16 out_pix_pitch=16 a_chan_pitch=1 b_chan_pitch=1 out_chan_pitch=1 pix_count=1 c_count=10 a_signed=1 b_signed=1 out_signed=1 op=add a_zero=-3 b_zero=-3 a_mult=1073741824 b_mult=536870912 a_shift=30 b_shift=29
         + ICMPEQ a=r0 bsrc=imm
         + MOV dst=r3 bsrc=imm imm=7 pred=1 pred_neg=1
         + ICMPLT a=r0 b=r3

@@ -12,6 +12,7 @@
 use super::dot_geom::{DotGeom, DotKind};
 use super::gemm::{dot_exact, fits_i32, gemm, padded_len, PairWeights};
 use super::postproc::{ChannelTable, Post};
+use super::tensor::Strided;
 use super::weights::pair_weights;
 use super::ExecStats;
 use crate::memory::Memory;
@@ -41,6 +42,20 @@ pub fn widen(dst: &mut [i16], src: &[u8], signed: bool) {
     }
 }
 
+/// [`widen`] of strided bytes (channels `chan_pitch` apart).
+#[inline]
+fn widen_strided(dst: &mut [i16], src: &Strided<'_>, signed: bool) {
+    if signed {
+        for (i, o) in dst.iter_mut().enumerate() {
+            *o = i16::from(src.get(i) as i8);
+        }
+    } else {
+        for (i, o) in dst.iter_mut().enumerate() {
+            *o = i16::from(src.get(i));
+        }
+    }
+}
+
 /// Gathers the patch rows of `pixels` for convolution group `group` into `dst`
 /// (`pixels.len()` rows of `kpad`), in term order (ky, kx, ic).
 fn gather_patch(
@@ -64,11 +79,11 @@ fn gather_patch(
                 let seg = &mut row[t..t + icpg];
                 match (iy, g.in_col(ox, kx)) {
                     (Some(iy), Some(ix)) => {
-                        widen(
-                            seg,
-                            sram.slice(g.input.at(iy, ix, c0), g.icpg)?,
-                            d.in_signed,
-                        );
+                        let src = g.input.chans(sram, (iy, ix), c0, g.icpg)?;
+                        match src.contiguous() {
+                            Some(b) => widen(seg, b, d.in_signed),
+                            None => widen_strided(seg, &src, d.in_signed),
+                        }
                     }
                     _ => seg.fill(zero),
                 }
@@ -216,9 +231,8 @@ fn store(g: &DotGeom, prepool: &[u8], sram: &mut Memory) -> Result<(), String> {
     match &g.pool {
         None => {
             for (i, row) in prepool.chunks_exact(oc).enumerate() {
-                let (y, x) = g.pix.yx(g.pix.start + i as u64);
-                sram.slice_mut(g.output.at(y, x, g.oc_start), g.oc_count)?
-                    .copy_from_slice(row);
+                let yx = g.pix.yx(g.pix.start + i as u64);
+                g.output.store(sram, yx, g.oc_start, row)?;
             }
         }
         Some(pg) => {
@@ -229,8 +243,7 @@ fn store(g: &DotGeom, prepool: &[u8], sram: &mut Memory) -> Result<(), String> {
                         prepool[((y * g.out_w + x - g.pix.start) as usize) * oc + c]
                     });
                 }
-                sram.slice_mut(g.output.at(w.py, w.px, g.oc_start), g.oc_count)?
-                    .copy_from_slice(&buf);
+                g.output.store(sram, (w.py, w.px), g.oc_start, &buf)?;
             }
         }
     }

@@ -1,7 +1,7 @@
 //! Validated geometry of a CONV / DECONV / INNER_PRODUCT instruction.
 
 use super::pool::PoolGeom;
-use super::tensor::{Hwc, PixRange};
+use super::tensor::{ActView, PixRange};
 use nnac_isa::{DotProduct, HwConfig, PoolKind};
 
 /// Which dot-product instruction.
@@ -38,8 +38,8 @@ pub struct DotGeom {
     pub oc_count: u64,
     /// MAC array columns: output channels per weight group.
     pub mac_cols: u64,
-    pub input: Hwc,
-    pub output: Hwc,
+    pub input: ActView,
+    pub output: ActView,
     pub pool: Option<PoolGeom>,
 }
 
@@ -51,21 +51,9 @@ fn check(ok: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
     }
 }
 
-/// The HWC layout rules of docs/ISA.md section 4: `pix_pitch >= C`,
-/// `row_pitch >= W * pix_pitch`.
-pub fn check_pitches(
-    what: &str,
-    w: u64,
-    c: u64,
-    row_pitch: u32,
-    pix_pitch: u32,
-) -> Result<(), String> {
-    let (rp, pp) = (u64::from(row_pitch), u64::from(pix_pitch));
-    check(pp >= c && rp >= w * pp, || {
-        format!(
-            "{what} pitches (row {rp}, pixel {pp}) are too small for width {w} and {c} channels"
-        )
-    })
+/// The layout rule of docs/ISA.md section 4 (no two elements share a byte).
+pub fn check_layout(what: &str, layout: nnac_isa::checks::ActLayout) -> Result<(), String> {
+    layout.check(what)
 }
 
 /// Output extent of a convolution along one axis, or `None` if the kernel does not fit.
@@ -153,15 +141,9 @@ impl DotGeom {
             }
             kind => Some(PoolGeom::new(kind, d)?),
         };
-        check_pitches("input", iw, u(d.in_c), d.in_row_pitch, d.in_pix_pitch)?;
-        let stored_w = pool.as_ref().map_or(u(d.out_w), |p| p.out_w);
-        check_pitches(
-            "output",
-            stored_w,
-            u(d.out_c),
-            d.out_row_pitch,
-            d.out_pix_pitch,
-        )?;
+        let [inp, out] = d.act_layouts()?;
+        check_layout("input", inp)?;
+        check_layout("output", out)?;
         Ok(DotGeom {
             kind,
             in_h: ih,
@@ -187,8 +169,13 @@ impl DotGeom {
             oc_start: u(d.oc_start),
             oc_count: u(d.oc_count),
             mac_cols: u(hw.mac_cols),
-            input: Hwc::new(d.in_addr, d.in_row_pitch, d.in_pix_pitch),
-            output: Hwc::new(d.out_addr, d.out_row_pitch, d.out_pix_pitch),
+            input: ActView::new(d.in_addr, d.in_row_pitch, d.in_pix_pitch, d.in_chan_pitch),
+            output: ActView::new(
+                d.out_addr,
+                d.out_row_pitch,
+                d.out_pix_pitch,
+                d.out_chan_pitch,
+            ),
             pool,
         })
     }

@@ -1,10 +1,10 @@
 //! SCALE and ELTWISE: pure SIMD-unit instructions over a (pixels x channels) tile of
-//! HWC tensors. Every output value is computed from the inputs first, then the tile
+//! pitched activation tensors (any layout). Every output value is computed from the inputs first, then the tile
 //! is stored (so an output may alias an input with the same layout).
 
-use super::dot_geom::check_pitches;
+use super::dot_geom::check_layout;
 use super::postproc::{read_chan, Post};
-use super::tensor::{Hwc, PixRange};
+use super::tensor::{ActView, PixRange};
 use super::ExecStats;
 use crate::memory::Memory;
 use nnac_isa::arith::{code_value, eltwise_combine, eltwise_rescale};
@@ -96,18 +96,17 @@ where
     Ok((all, stats))
 }
 
-fn store(tile: &Tile, out: &Hwc, bytes: &[u8], sram: &mut Memory) -> Result<(), String> {
+fn store(tile: &Tile, out: &ActView, bytes: &[u8], sram: &mut Memory) -> Result<(), String> {
     for ((y, x), row) in tile.pixels().zip(bytes.chunks_exact(tile.cn as usize)) {
-        sram.slice_mut(out.at(y, x, tile.c0), tile.cn)?
-            .copy_from_slice(row);
+        out.store(sram, (y, x), tile.c0, row)?;
     }
     Ok(())
 }
 
 pub fn scale_tile(s: &Scale) -> Result<Tile, String> {
-    let (w, c) = (u64::from(s.w), u64::from(s.c));
-    check_pitches("input", w, c, s.in_row_pitch, s.in_pix_pitch)?;
-    check_pitches("output", w, c, s.out_row_pitch, s.out_pix_pitch)?;
+    let [i, o] = s.act_layouts();
+    check_layout("input", i)?;
+    check_layout("output", o)?;
     Tile::new(
         s.h,
         s.w,
@@ -120,10 +119,10 @@ pub fn scale_tile(s: &Scale) -> Result<Tile, String> {
 }
 
 pub fn eltwise_tile(e: &Eltwise) -> Result<Tile, String> {
-    let (w, c) = (u64::from(e.w), u64::from(e.c));
-    check_pitches("A", w, c, e.a_row_pitch, e.a_pix_pitch)?;
-    check_pitches("B", w, c, e.b_row_pitch, e.b_pix_pitch)?;
-    check_pitches("output", w, c, e.out_row_pitch, e.out_pix_pitch)?;
+    let [a, b, o] = e.act_layouts();
+    check_layout("A", a)?;
+    check_layout("B", b)?;
+    check_layout("output", o)?;
     Tile::new(
         e.h,
         e.w,
@@ -138,13 +137,13 @@ pub fn eltwise_tile(e: &Eltwise) -> Result<Tile, String> {
 /// SCALE: `acc = code - in_zero`, then the SIMD program with the channel's parameters.
 pub fn execute_scale(s: &Scale, hw: &HwConfig, sram: &mut Memory) -> Result<ExecStats, String> {
     let tile = scale_tile(s)?;
-    let input = Hwc::new(s.in_addr, s.in_row_pitch, s.in_pix_pitch);
+    let input = ActView::new(s.in_addr, s.in_row_pitch, s.in_pix_pitch, s.in_chan_pitch);
     let chan = read_chan(sram, s.chan_addr, tile.cn, &s.simd)?;
     let post = Post::new(&s.simd, s.out_signed, &chan);
     let sram_ro: &Memory = sram;
     let (out, st) = par_tile(&tile, |y, x, row, st| {
-        let src = sram_ro.slice(input.at(y, x, tile.c0), tile.cn)?;
-        for (c, (o, &b)) in row.iter_mut().zip(src).enumerate() {
+        let src = input.chans(sram_ro, (y, x), tile.c0, tile.cn)?;
+        for (c, (o, &b)) in row.iter_mut().zip(src.iter()).enumerate() {
             let exact = i64::from(code_value(b, s.in_signed) - i32::from(s.in_zero));
             let (v, overflow) = super::wrap(exact, hw.acc_bits);
             if overflow {
@@ -156,7 +155,12 @@ pub fn execute_scale(s: &Scale, hw: &HwConfig, sram: &mut Memory) -> Result<Exec
     })?;
     store(
         &tile,
-        &Hwc::new(s.out_addr, s.out_row_pitch, s.out_pix_pitch),
+        &ActView::new(
+            s.out_addr,
+            s.out_row_pitch,
+            s.out_pix_pitch,
+            s.out_chan_pitch,
+        ),
         &out,
         sram,
     )?;
@@ -170,8 +174,8 @@ const ZERO_BIAS: [i64; 64] = [0; 64];
 /// then the SIMD program with the channel's parameters.
 pub fn execute_eltwise(e: &Eltwise, hw: &HwConfig, sram: &mut Memory) -> Result<ExecStats, String> {
     let tile = eltwise_tile(e)?;
-    let a = Hwc::new(e.a_addr, e.a_row_pitch, e.a_pix_pitch);
-    let b = Hwc::new(e.b_addr, e.b_row_pitch, e.b_pix_pitch);
+    let a = ActView::new(e.a_addr, e.a_row_pitch, e.a_pix_pitch, e.a_chan_pitch);
+    let b = ActView::new(e.b_addr, e.b_row_pitch, e.b_pix_pitch, e.b_chan_pitch);
     let chan = read_chan(sram, e.chan_addr, tile.cn, &e.simd)?;
     let post = Post::new(&e.simd, e.out_signed, &chan);
     let (az, bz) = (i32::from(e.a_zero), i32::from(e.b_zero));
@@ -187,15 +191,16 @@ pub fn execute_eltwise(e: &Eltwise, hw: &HwConfig, sram: &mut Memory) -> Result<
     );
     let sram_ro: &Memory = sram;
     let (out, st) = par_tile(&tile, |y, x, row, st| {
-        let ra = sram_ro.slice(a.at(y, x, tile.c0), tile.cn)?;
-        let rb = sram_ro.slice(b.at(y, x, tile.c0), tile.cn)?;
+        let ra = a.chans(sram_ro, (y, x), tile.c0, tile.cn)?;
+        let rb = b.chans(sram_ro, (y, x), tile.c0, tile.cn)?;
+        let (mut ia, mut ib) = (ra.iter(), rb.iter());
         // Channel chunks on the stack: exact values, wrapped values, SIMD program.
         const CHUNK: usize = 64;
         let (mut exact, mut acc) = ([0i64; CHUNK], [0i32; CHUNK]);
         for (i, out) in row.chunks_mut(CHUNK).enumerate() {
             let c0 = i * CHUNK;
             let n = out.len();
-            for (v, (&va, &vb)) in exact.iter_mut().zip(ra[c0..c0 + n].iter().zip(&rb[c0..])) {
+            for (v, (&va, &vb)) in exact[..n].iter_mut().zip(ia.by_ref().zip(ib.by_ref())) {
                 *v = eltwise_combine(e.op, ta[usize::from(va)], tb[usize::from(vb)]);
             }
             if super::wrap_row(&exact[..n], &ZERO_BIAS[..n], hw.acc_bits, &mut acc[..n]) {
@@ -211,7 +216,12 @@ pub fn execute_eltwise(e: &Eltwise, hw: &HwConfig, sram: &mut Memory) -> Result<
     })?;
     store(
         &tile,
-        &Hwc::new(e.out_addr, e.out_row_pitch, e.out_pix_pitch),
+        &ActView::new(
+            e.out_addr,
+            e.out_row_pitch,
+            e.out_pix_pitch,
+            e.out_chan_pitch,
+        ),
         &out,
         sram,
     )?;

@@ -106,7 +106,9 @@ fn src_coord(
 }
 
 /// MAC cycles of one input channel's terms for the pixel group `[p0, p0+n)`: the sum
-/// over kernel taps of each packet's term cycles, and the rule-breaking slices.
+/// over kernel taps of each packet's term cycles, and the rule-breaking slices. The
+/// channel adds `ic * in_chan_pitch` to every address of a packet, and the load count
+/// depends only on address differences, so channel 0 stands for all of them.
 fn group_cycles(d: &DotProduct, kind: DotKind, prm: &TimingParams, p0: u64, n: u64) -> (u64, u64) {
     let u = u64::from;
     let out_w = u(d.out_w);
@@ -233,6 +235,8 @@ mod tests {
             in_row_pitch: pix_pitch * hw,
             out_pix_pitch: out_c,
             out_row_pitch: out_c * hw,
+            in_chan_pitch: 1,
+            out_chan_pitch: 1,
             pix_count: hw * hw,
             oc_count: out_c,
             kernel_h: k,

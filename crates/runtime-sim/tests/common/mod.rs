@@ -223,6 +223,8 @@ pub fn conv4x4x8(input: u32, w: u32, out: u32, flags: FlagOps) -> Instr {
         in_pix_pitch: 8,
         out_row_pitch: 32,
         out_pix_pitch: 8,
+        in_chan_pitch: 1,
+        out_chan_pitch: 1,
         pix_count: 16,
         oc_count: 8,
         kernel_h: 1,
