@@ -168,7 +168,7 @@ impl<'g> Walk<'g> {
         let p = match self.slots.get(&id).copied() {
             Some((cat, c_off)) => {
                 if !self.vals.contains_key(&cat) {
-                    let cat_act = Act::of(&self.g.node(cat).name, &self.g.node(cat).outputs[0])?;
+                    let cat_act = self.act_of(cat)?;
                     let buf = self.new_buf(&self.g.node(cat).name.clone(), cat_act.bytes());
                     self.out.sp.value_bufs.insert(buf, cat);
                     let whole = Placed {
@@ -189,9 +189,7 @@ impl<'g> Walk<'g> {
                 }
             }
             None => {
-                if self.hwc.contains(&id) {
-                    act = act.hwc();
-                }
+                act = self.act_of(id)?;
                 let buf = self.new_buf(&node.name, act.bytes());
                 self.out.sp.value_bufs.insert(buf, id);
                 Placed { act, buf, off: 0 }
@@ -199,6 +197,17 @@ impl<'g> Walk<'g> {
         };
         self.vals.insert(id, p.clone());
         Ok(p)
+    }
+
+    /// The SRAM layout of value `id`: planar, or HWC when [`Walk::plan_hwc`] chose it.
+    fn act_of(&self, id: NodeId) -> Result<Act, BackendError> {
+        let node = self.g.node(id);
+        let act = Act::of(&node.name, &node.outputs[0])?;
+        Ok(if self.hwc.contains(&id) {
+            act.hwc()
+        } else {
+            act
+        })
     }
 
     /// Finds the concatenation inputs whose producers can write into the
@@ -233,17 +242,28 @@ impl<'g> Walk<'g> {
         }
     }
 
-    /// Chooses the values stored HWC: the output of an NNA compute op whose one reader
-    /// is a global pool of alike channels (`gap.rs`), when the value stays in SRAM
-    /// whole (not a graph output, not a concatenation slot, not spilled, neither layer
-    /// split by the plan). Every other value is planar.
+    /// Chooses the values stored HWC: the output of an NNA compute op, or of a channel
+    /// concatenation of such outputs, whose one reader is a global pool of alike
+    /// channels (`gap.rs`), when the value stays in SRAM whole (not a graph output,
+    /// not a concatenation slot, nothing spilled, no layer split by the plan). Every
+    /// other value is planar.
     fn plan_hwc(&mut self) {
         let plan = &self.out.sp.plan;
-        for id in self.g.node_ids() {
-            if !matches!(
+        let computed = |id: NodeId| {
+            matches!(
                 self.g.node(id).op,
                 Op::Nna(NnaOp::Dot(_) | NnaOp::Scale(_) | NnaOp::Eltwise(_))
-            ) {
+            ) && !plan.spilled.contains(&id)
+                && !plan.budget.contains_key(&id)
+        };
+        for id in self.g.node_ids() {
+            let eligible = match self.g.node(id).op {
+                Op::Nna(NnaOp::Concat { axis: 1 }) => {
+                    self.g.node_inputs(id).iter().all(|v| computed(v.node))
+                }
+                _ => computed(id),
+            };
+            if !eligible {
                 continue;
             }
             let v = Value::new(id, 0);
@@ -254,7 +274,6 @@ impl<'g> Walk<'g> {
             let whole = !self.g.is_output(v)
                 && !self.slots.contains_key(&id)
                 && !plan.spilled.contains(&id)
-                && !plan.budget.contains_key(&id)
                 && !plan.budget.contains_key(user);
             if whole && self.is_channel_pool(*user) {
                 self.hwc.insert(id);
@@ -275,7 +294,7 @@ impl<'g> Walk<'g> {
         }
         if !self.vals.contains_key(&id) {
             let name = self.g.node(id).name.clone();
-            let act = Act::of(&name, &self.g.node(id).outputs[0]).map_err(|e| e.to_string())?;
+            let act = self.act_of(id).map_err(|e| e.to_string())?;
             let buf = self.new_buf(&name, act.bytes());
             self.out.sp.value_bufs.insert(buf, id);
             self.vals.insert(id, Placed { act, buf, off: 0 });

@@ -471,3 +471,57 @@ fn global_pool_wider_than_the_kernel_field_stays_depthwise() {
     assert!(depthwise);
     assert!(assert_bit_exact(&q, &p, 23, &shape) > 0);
 }
+
+#[test]
+fn global_pool_of_a_concatenation_reads_it_hwc() {
+    // Two branches concatenated (in place) and pooled: the concatenation is stored
+    // HWC so the pool runs with the channels as output pixels.
+    let shape = [1, 3, 6, 6];
+    let mut rng = Rng(31);
+    let mut g = Graph::new("catgap");
+    let x = input(&mut g, &shape);
+    let a = conv(&mut g, &mut rng, "a", x, 70, 3, 1, 1);
+    let ar = relu(&mut g, "a_relu", a);
+    let b = conv(&mut g, &mut rng, "b", x, 50, 1, 1, 1);
+    let br = relu(&mut g, "b_relu", b);
+    let cat = node(&mut g, "cat", Op::Concat { axis: 1 }, &[ar, br]);
+    let p = node(
+        &mut g,
+        "gap",
+        Op::GlobalPool(nnac_ir::PoolKind::Avg),
+        &[cat],
+    );
+    let f = node(
+        &mut g,
+        "flat",
+        Op::Reshape {
+            shape: vec![1, 120],
+        },
+        &[p],
+    );
+    let y = gemm(&mut g, &mut rng, "fc", f, 10);
+    g.add_output("y", y);
+    let q = quantize_graph(g, &shape);
+    let hw = HwConfig::fsd();
+    let (p, _) = lower_ok(&q, &hw);
+    assert_well_formed(&q, &hw, &p);
+    let convs: Vec<_> = p
+        .instrs
+        .iter()
+        .filter_map(|i| match i {
+            Instr::Conv(d) => Some(d),
+            _ => None,
+        })
+        .collect();
+    // The branches write HWC slots: pixel pitch 120, channel pitch 1, at channel
+    // offsets 0 and 70.
+    assert!(convs
+        .iter()
+        .any(|d| d.out_c == 70 && (d.out_pix_pitch, d.out_chan_pitch) == (120, 1)));
+    let pool: Vec<_> = convs.iter().filter(|d| d.kernel_h == 36).collect();
+    assert_eq!(pool.len(), 2, "120 channels in two 96-pixel tiles");
+    assert!(pool
+        .iter()
+        .all(|d| (d.in_w, d.in_row_pitch, d.in_pix_pitch, d.out_c) == (120, 120, 1, 1)));
+    assert!(assert_bit_exact(&q, &p, 32, &shape) > 0);
+}
