@@ -37,7 +37,19 @@ enum Command {
     Profile(cmd::profile::Args),
 }
 
+/// Output piped into a reader that stops early (`nnac disasm P.nnab | head`) ends the
+/// process quietly, as for any Unix tool, instead of failing on the closed stdout.
+fn default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called once at the start of `main`, before any other thread exists;
+    // SIG_DFL is a valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() {
+    default_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

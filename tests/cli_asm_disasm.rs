@@ -119,3 +119,35 @@ fn errors_are_user_errors_and_leave_no_output() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("magic"));
 }
+
+/// A reader that stops early (`nnac disasm P.nnab | head`) ends nnac quietly, as any
+/// Unix tool (SIGPIPE), never with a panic on the closed stdout.
+#[test]
+fn closed_stdout_ends_quietly() {
+    let d = tmpdir("pipe");
+    let p = d.join("p.nnab");
+    assert!(nnac(&["asm", s(&sample_listing()), "-o", s(&p)])
+        .status
+        .success());
+    let mut child = Command::new(NNAC)
+        .args(["disasm", s(&p)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn nnac");
+    drop(child.stdout.take()); // the reader is gone before nnac writes
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(out.status.code(), Some(101), "{err}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(out.status.signal(), Some(libc_sigpipe()), "{err}");
+    }
+}
+
+#[cfg(unix)]
+fn libc_sigpipe() -> i32 {
+    13 // SIGPIPE on every Unix nnac builds for (Linux, macOS, the BSDs)
+}
