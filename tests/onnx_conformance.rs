@@ -151,7 +151,7 @@ fn tensor_proto(name: &str, t: &Tensor) -> TensorProto {
         name: Some(name.to_string()),
         dims: t.shape.iter().map(|&d| d as i64).collect(),
         data_type: Some(data_type),
-        raw_data: Some(raw),
+        raw_data: Some(raw.into()),
         ..Default::default()
     }
 }

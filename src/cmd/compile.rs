@@ -183,6 +183,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
         verify_each: args.verify_each,
         dump,
         progress: show_progress.then(|| Progress(Arc::new(draw_progress))),
+        // The accuracy measurement is only shown in the summary table and the JSON.
+        measure: !args.quiet || args.quant_report.is_some(),
         ..PassOptions::default()
     };
     let compiled = nnac_passes::compile_graph(graph, &frames, &opts);

@@ -64,6 +64,8 @@ impl Runner {
         let opts = PassOptions {
             calib_method: CalibMethod::from_name(&args.calib_method)
                 .expect("clap checked the value"),
+            // Only the quantized graph is used: no accuracy report.
+            measure: false,
             ..PassOptions::default()
         };
         let compiled = nnac_passes::compile_graph(graph, &frames, &opts)

@@ -9,17 +9,19 @@ use crate::simd::{epilogue, scale_prefix};
 use crate::spill::Src;
 use crate::split::{bands, choose, Choice, SplitDot};
 use nnac_ir::{
-    DotKind, DotOp, EltwiseOp, NnaOp, NodeId, Op, PoolKind as IrPool, PoolStage, ScaleOp, Value,
+    DotKind, DotOp, EltwiseOp, Graph, NnaOp, NodeId, Op, PoolKind as IrPool, PoolStage, ScaleOp,
+    TensorData, Value,
 };
 use nnac_isa::checks::DotKind as IsaDot;
 use nnac_isa::{DotProduct, EltOp, Eltwise, PoolKind, Scale, SimdInstr};
+use std::borrow::Cow;
 
 /// A dot-product layer before lowering: template, opcode, int8 weights (`[oc][k]` in
 /// IR order), int32 bias, channel entries of the epilogue, `k` terms per channel.
-struct DotParts {
+struct DotParts<'g> {
     t: DotProduct,
     opcode: DotOpcode,
-    w: Vec<i8>,
+    w: Cow<'g, [i8]>,
     bias: Vec<i32>,
     entries: Vec<[i32; 4]>,
     k: usize,
@@ -42,7 +44,7 @@ fn i16_of(v: i32, what: &str) -> Result<i16, String> {
     i16::try_from(v).map_err(|_| format!("{what} {v} out of range"))
 }
 
-impl Walk<'_> {
+impl<'g> Walk<'g> {
     fn const_codes(&self, v: Value, what: &str) -> Result<Vec<i64>, String> {
         self.g
             .const_of(v)
@@ -50,11 +52,18 @@ impl Walk<'_> {
             .ok_or_else(|| format!("{what} is not an integer constant"))
     }
 
-    fn int8_codes(&self, v: Value, what: &str) -> Result<Vec<i8>, String> {
+    /// The int8 codes of a constant: borrowed when it is stored as int8 (the weights
+    /// quantization wrote), else converted and range-checked.
+    fn int8_codes(&self, v: Value, what: &str) -> Result<Cow<'g, [i8]>, String> {
+        let g: &'g Graph = self.g;
+        if let Some(TensorData::I8(w)) = g.const_of(v).map(|t| &t.data) {
+            return Ok(Cow::Borrowed(w));
+        }
         self.const_codes(v, what)?
             .into_iter()
             .map(|x| i8::try_from(x).map_err(|_| format!("{what} code {x} is not int8")))
-            .collect()
+            .collect::<Result<Vec<i8>, String>>()
+            .map(Cow::Owned)
     }
 
     fn int32_codes(&self, v: Value, what: &str) -> Result<Vec<i32>, String> {
@@ -66,7 +75,7 @@ impl Walk<'_> {
 
     /// The instruction template of dot `id` over input `x` (its geometry, layout
     /// fields from `x`, pooling), its opcode, int8 weights, int32 bias and epilogue.
-    fn dot_parts(&self, id: NodeId, d: &DotOp, x: &Act) -> Result<DotParts, String> {
+    fn dot_parts(&self, id: NodeId, d: &DotOp, x: &Act) -> Result<DotParts<'g>, String> {
         let ins = self.g.node_inputs(id);
         let w = self.int8_codes(ins[1], "weight")?;
         let bias = self.int32_codes(ins[2], "bias")?;

@@ -37,13 +37,25 @@ pub fn acc_bound(
     bias: &[i32],
     xmax: i64,
 ) -> i64 {
-    (0..out_c)
-        .map(|oc| {
-            let (q, j) = (oc / cols, oc % cols);
-            let s: i64 = (0..k)
-                .map(|t| i64::from((blocks[(q * k + t) * cols + j] as i8).unsigned_abs()))
-                .sum();
-            i64::from(bias.get(oc).copied().unwrap_or(0)).abs() + s * xmax
+    // Per group, the image is read vector by vector (in memory order), summing
+    // `|w|` per column; the sums are exact, so the order does not matter.
+    let mut sums = vec![0i64; cols];
+    (0..out_c.div_ceil(cols.max(1)))
+        .flat_map(|q| {
+            sums.iter_mut().for_each(|s| *s = 0);
+            for t in 0..k {
+                let row = &blocks[(q * k + t) * cols..(q * k + t + 1) * cols];
+                for (s, &b) in sums.iter_mut().zip(row) {
+                    *s += i64::from((b as i8).unsigned_abs());
+                }
+            }
+            let group: Vec<i64> = (q * cols..((q + 1) * cols).min(out_c))
+                .map(|oc| {
+                    let b = i64::from(bias.get(oc).copied().unwrap_or(0)).abs();
+                    b + sums[oc - q * cols] * xmax
+                })
+                .collect();
+            group
         })
         .max()
         .unwrap_or(0)

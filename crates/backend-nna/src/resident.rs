@@ -154,14 +154,20 @@ fn move_loads_to_prologue(low: &mut Lowered, pin: &[bool]) -> usize {
     }
     let remap = |j: usize| stop_job + 1 + kept_before[j.min(moved.len())];
     let jobs = std::mem::take(&mut low.jobs);
-    let (loads, rest): (Vec<(bool, Job)>, Vec<(bool, Job)>) =
-        moved.iter().copied().zip(jobs).partition(|(m, _)| *m);
-    low.jobs = loads.into_iter().map(|(_, j)| j).collect();
+    let mut rest = Vec::with_capacity(jobs.len());
+    low.jobs = Vec::new();
+    for (m, j) in moved.iter().copied().zip(jobs) {
+        if m {
+            low.jobs.push(j);
+        } else {
+            rest.push(j);
+        }
+    }
     low.jobs.push(Job {
         node: String::new(),
         kind: JobKind::Stop,
     });
-    low.jobs.extend(rest.into_iter().map(|(_, j)| j));
+    low.jobs.extend(rest);
     for op in &mut low.host_ops {
         op.segment += 1;
     }

@@ -82,7 +82,12 @@ fn generate_rust(schema: &Schema, scratch: &Path) -> Result<Output, Box<dyn std:
         fs::remove_dir_all(&dir)?;
     }
     fs::create_dir_all(&dir)?;
-    prost_build::Config::new().out_dir(&dir).compile_fds(fds)?;
+    // Tensor payloads as `Bytes`: decoding from a `Bytes` buffer then slices the
+    // weights out of the file's bytes instead of copying them (the ONNX importer).
+    prost_build::Config::new()
+        .bytes([".onnx.TensorProto.raw_data"])
+        .out_dir(&dir)
+        .compile_fds(fds)?;
     let produced = dir.join(format!("{}.rs", schema.package));
     let bytes = fs::read(&produced)
         .map_err(|e| format!("prost-build did not write {}: {e}", produced.display()))?;
@@ -229,7 +234,7 @@ fn onnx_messages_round_trip() {
             initializer: vec![onnx::TensorProto {
                 dims: vec![2],
                 data_type: Some(onnx::tensor_proto::DataType::Float as i32),
-                raw_data: Some(vec![0, 0, 128, 63, 0, 0, 0, 64]),
+                raw_data: Some(vec![0, 0, 128, 63, 0, 0, 0, 64].into()),
                 ..Default::default()
             }],
             ..Default::default()

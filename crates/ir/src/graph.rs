@@ -323,6 +323,30 @@ impl Graph {
         }
     }
 
+    /// Moves the tensor out of the constant node producing `v` for a rewrite that
+    /// replaces it, when nothing else can see it: `user` consumes it in exactly one
+    /// slot and nothing else does, it is not a graph output, and no other node shares
+    /// its pool entry (`None` otherwise: copy instead). The node is left holding an
+    /// empty f32 tensor of shape `[0]` (its type updated to match); the caller rewires
+    /// `user` away from it and [`Graph::remove_dead`] drops it.
+    pub fn take_constant(&mut self, v: Value, user: NodeId) -> Option<Tensor> {
+        let Op::Constant(c) = self.dag[v.node].op else {
+            return None;
+        };
+        let mut uses = self.dag.edges_directed(v.node, Direction::Outgoing);
+        let only_use = uses.next().is_some_and(|e| e.target() == user) && uses.next().is_none();
+        let shared = self
+            .dag
+            .node_indices()
+            .any(|n| n != v.node && matches!(self.dag[n].op, Op::Constant(d) if d == c));
+        if !only_use || shared || self.is_output(v) {
+            return None;
+        }
+        let empty = Tensor::f32(vec![0], Vec::new()).expect("no elements");
+        self.dag[v.node].outputs[0] = empty.ty();
+        Some(std::mem::replace(&mut self.constants[c.0 as usize], empty))
+    }
+
     /// Removes a node and its edges. Its users must have been rewired first; the
     /// verifier reports any consumer left with a missing input slot.
     pub fn remove_node(&mut self, id: NodeId) {
@@ -400,5 +424,42 @@ impl Graph {
     /// The underlying petgraph, for algorithms (read-only).
     pub fn petgraph(&self) -> &StableDiGraph<Node, Edge, u32> {
         &self.dag
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BinaryOp, DType};
+
+    #[test]
+    fn take_constant_only_when_nothing_else_sees_it() {
+        let mut g = Graph::new("g");
+        let x = g.add_input("x", TensorType::new(DType::F32, vec![2]));
+        let c = g.add_constant("c", Tensor::f32(vec![2], vec![1.0, 2.0]).unwrap());
+        let shared = g.add_constant("s", Tensor::f32(vec![2], vec![3.0, 4.0]).unwrap());
+        let add = |g: &mut Graph, n: &str, a: Value, b: Value| {
+            Value::new(
+                g.add_node(n, Op::Binary(BinaryOp::Add), &[a, b]).unwrap(),
+                0,
+            )
+        };
+        let y = add(&mut g, "y", x, c);
+        let z = add(&mut g, "z", y, shared);
+        let twice = add(&mut g, "twice", z, shared);
+        g.add_output("out", twice);
+        // `s` has two users; `c` is not used by `z`.
+        assert!(g.take_constant(shared, z.node).is_none());
+        assert!(g.take_constant(c, z.node).is_none());
+        assert!(g.take_constant(x, y.node).is_none());
+        let t = g.take_constant(c, y.node).unwrap();
+        assert_eq!(t.as_f32(), Some(&[1.0, 2.0][..]));
+        assert_eq!(g.value_type(c).shape, vec![0]);
+        assert_eq!(g.const_of(c).unwrap().numel(), 0);
+        // Rewired away, the emptied node is dead.
+        let c2 = g.add_constant("c2", t);
+        g.set_node_inputs(y.node, &[x, c2]);
+        assert_eq!(g.remove_dead(), 1);
+        assert_eq!(g.constants().len(), 2);
     }
 }

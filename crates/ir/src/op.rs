@@ -256,6 +256,8 @@ impl Activation {
     }
 
     /// The activation applied to one float value (the float reference semantics).
+    /// Inlinable: the interpreter's per-activation loops then vectorise.
+    #[inline]
     pub fn apply(&self, x: f32) -> f32 {
         match *self {
             Activation::Relu => x.max(0.0),
@@ -287,6 +289,7 @@ impl BinaryOp {
         }
     }
 
+    #[inline]
     pub fn apply(&self, a: f32, b: f32) -> f32 {
         match self {
             BinaryOp::Add => a + b,

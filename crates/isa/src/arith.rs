@@ -11,6 +11,7 @@ pub const ACC_BITS: u32 = 30;
 /// Wraps an exact sum to a `acc_bits`-bit two's-complement accumulator.
 /// Returns the wrapped value and whether it differs from the exact one (an overflow,
 /// which the simulator counts and the compiler must rule out).
+#[inline]
 pub fn wrap_acc(exact: i64, acc_bits: u32) -> (i32, bool) {
     let w = bits::wrap_signed(exact, acc_bits);
     (w as i32, w != exact)
@@ -18,6 +19,7 @@ pub fn wrap_acc(exact: i64, acc_bits: u32) -> (i32, bool) {
 
 /// `v / 2^shift` rounded to nearest, ties toward +infinity:
 /// `floor((v + 2^(shift-1)) / 2^shift)`; `shift` = 0 returns `v`. Exact (i128).
+#[inline]
 pub fn rounding_shift_right(v: i128, shift: u32) -> i128 {
     if shift == 0 {
         v
@@ -27,11 +29,25 @@ pub fn rounding_shift_right(v: i128, shift: u32) -> i128 {
 }
 
 /// `rounding_shift_right(x * multiplier, shift)`, exact.
+#[inline]
 pub fn scale(x: i64, multiplier: i32, shift: u32) -> i128 {
+    // The same value in i64 when it cannot overflow there (every 8-bit code and
+    // accumulator): |x| < 2^31 and |multiplier| <= 2^31 give |x * multiplier| < 2^62,
+    // and the rounding term 2^(shift-1) <= 2^62 for shift <= 63.
+    if shift <= 63 && x.unsigned_abs() < 1 << 31 {
+        let p = x * i64::from(multiplier);
+        let r = if shift == 0 {
+            p
+        } else {
+            (p + (1i64 << (shift - 1))) >> shift
+        };
+        return i128::from(r);
+    }
     rounding_shift_right(i128::from(x) * i128::from(multiplier), shift)
 }
 
 /// Saturates to the 8-bit output type; returns the output byte.
+#[inline]
 pub fn saturate8(v: i64, signed: bool) -> u8 {
     if signed {
         v.clamp(-128, 127) as i8 as u8
@@ -41,6 +57,7 @@ pub fn saturate8(v: i64, signed: bool) -> u8 {
 }
 
 /// The value of an 8-bit code.
+#[inline]
 pub fn code_value(byte: u8, signed: bool) -> i32 {
     if signed {
         byte as i8 as i32
@@ -50,11 +67,13 @@ pub fn code_value(byte: u8, signed: bool) -> i32 {
 }
 
 /// Clamps to the int32 range.
+#[inline]
 pub fn sat_i32(v: i128) -> i32 {
     v.clamp(i32::MIN as i128, i32::MAX as i128) as i32
 }
 
 /// ELTWISE: combines the rescaled inputs exactly (before the 30-bit wrap).
+#[inline]
 pub fn eltwise_combine(op: EltOp, a: i64, b: i64) -> i64 {
     match op {
         EltOp::Add => a.saturating_add(b),
@@ -64,6 +83,7 @@ pub fn eltwise_combine(op: EltOp, a: i64, b: i64) -> i64 {
 }
 
 /// ELTWISE input rescale: `sat_i32(rounding_shift_right((code - zero) * mult, shift))`.
+#[inline]
 pub fn eltwise_rescale(code: i32, zero: i32, mult: i32, shift: u32) -> i64 {
     i64::from(sat_i32(scale(i64::from(code - zero), mult, shift)))
 }
@@ -78,6 +98,34 @@ mod tests {
         assert_eq!(rounding_shift_right(-5, 1), -2); // -2.5 -> -2
         assert_eq!(rounding_shift_right(-7, 2), -2); // -1.75 -> -2
         assert_eq!(rounding_shift_right(7, 0), 7);
+    }
+
+    #[test]
+    fn scale_equals_the_i128_definition() {
+        let xs = [
+            0,
+            1,
+            -1,
+            255,
+            -510,
+            (1 << 29) - 1,
+            -(1 << 29),
+            (1 << 31) - 1,
+            -(1 << 31) + 1,
+            -(1 << 31),
+            1 << 31,
+            i64::MAX,
+            i64::MIN,
+        ];
+        let ms = [0, 1, -1, 1 << 30, i32::MAX, i32::MIN, -1_234_567_891];
+        for &x in &xs {
+            for &m in &ms {
+                for shift in [0, 1, 2, 17, 31, 32, 62, 63] {
+                    let want = rounding_shift_right(i128::from(x) * i128::from(m), shift);
+                    assert_eq!(scale(x, m, shift), want, "{x} * {m} >> {shift}");
+                }
+            }
+        }
     }
 
     #[test]

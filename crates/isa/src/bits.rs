@@ -4,6 +4,7 @@
 //! byte order), so a field at bit offset `o` of width `w` holds bits `o .. o + w`.
 
 /// Mask of the low `width` bits (`width` <= 64).
+#[inline]
 pub const fn low_mask(width: u32) -> u64 {
     if width >= 64 {
         u64::MAX
@@ -40,12 +41,14 @@ pub fn get(buf: &[u8], offset: u32, width: u32) -> u64 {
 }
 
 /// Two's-complement sign extension of a `width`-bit value.
+#[inline]
 pub const fn sign_extend(raw: u64, width: u32) -> i64 {
     let shift = 64 - width;
     ((raw << shift) as i64) >> shift
 }
 
 /// Wraps `v` to a `bits`-bit two's-complement integer (`bits` in 1..=63).
+#[inline]
 pub const fn wrap_signed(v: i64, bits: u32) -> i64 {
     sign_extend(v as u64 & low_mask(bits), bits)
 }

@@ -2,12 +2,12 @@
 //! ConvTranspose, normalized Gemm) with constant weights into its weights and bias.
 //! Caffe's BatchNorm + Scale and ONNX BatchNormalization arrive here as Mul + Add.
 
+use crate::channels::WeightChannels;
 use crate::util::{
     add_const, bypass, const_f32, dot_out_channels, is_const_dot, per_channel_const, single_user,
-    weight_out_channel,
 };
 use crate::{PassCtx, PassError};
-use nnac_ir::{BinaryOp, Graph, NodeId, Op, Tensor, Value};
+use nnac_ir::{BinaryOp, Graph, NodeId, Op, Tensor, TensorData, Value};
 
 pub fn fold_scale_bias(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError> {
     let order = g
@@ -66,30 +66,36 @@ fn match_foldable(g: &Graph, id: NodeId) -> Option<(NodeId, BinaryOp, Vec<f32>)>
 }
 
 /// Rewrites the dot's weights (`w *= mul[c]`) and bias (`b = b * mul[c] + add[c]`).
+/// The weights are scaled in place when the dot is their only user (the old constant
+/// node is left empty and dropped as dead), else copied.
 fn apply(g: &mut Graph, dot: NodeId, mul: &[f32], add: Option<&[f32]>) {
     let ins = g.node_inputs(dot);
     let op = g.node(dot).op.clone();
     let name = g.node(dot).name.clone();
-    let wt = g.const_of(ins[1]).expect("const dot").clone();
-    let m = dot_out_channels(&op, &wt.shape).expect("dot op");
+    let shape = g.const_of(ins[1]).expect("const dot").shape.clone();
+    let m = dot_out_channels(&op, &shape).expect("dot op");
     let mut bias = ins
         .get(2)
         .and_then(|&b| const_f32(g, b))
         .unwrap_or_else(|| vec![0.0; m]);
     let mut new_ins = vec![ins[0], ins[1]];
     if !mul.is_empty() {
-        let ch = weight_out_channel(&op, &wt.shape).expect("dot op");
-        let w: Vec<f32> = wt
-            .to_f32_vec()
-            .iter()
-            .enumerate()
-            .map(|(i, x)| x * mul[ch(i)])
-            .collect();
+        let mut w = match g.take_constant(ins[1], dot) {
+            Some(Tensor {
+                data: TensorData::F32(w),
+                ..
+            }) => w,
+            Some(t) => t.to_f32_vec(),
+            None => g.const_of(ins[1]).expect("const dot").to_f32_vec(),
+        };
+        WeightChannels::of(&op, &shape)
+            .expect("dot op")
+            .scale_in_place(&mut w, mul);
         new_ins[1] = add_const(
             g,
             &name,
             "weight",
-            Tensor::f32(wt.shape.clone(), w).expect("same shape"),
+            Tensor::f32(shape, w).expect("same shape"),
         );
         bias.iter_mut().zip(mul).for_each(|(b, s)| *b *= s);
     }

@@ -6,9 +6,11 @@
 
 mod absorb;
 pub mod calib;
+mod channels;
 mod ctx;
 mod error;
 pub mod float_eval;
+pub mod float_ref;
 mod options;
 pub mod pipeline;
 mod pool_unit;

@@ -86,6 +86,13 @@ pub struct PassOptions {
     pub skip_quantization: bool,
     /// Told about calibration and report progress.
     pub progress: Option<Progress>,
+    /// Measure the quantized graph against the float graph (the per-layer and output
+    /// accuracy and the accumulator overflow count of the report). Off, the report
+    /// holds only the rewrites, host ops and calibration facts.
+    pub measure: bool,
+    /// Most bytes of float values kept from calibration for the measurement
+    /// ([`crate::float_ref`]); frames beyond it run the float interpreter again.
+    pub keep_float_bytes: usize,
 }
 
 impl Default for PassOptions {
@@ -97,6 +104,8 @@ impl Default for PassOptions {
             dump: None,
             skip_quantization: false,
             progress: None,
+            measure: true,
+            keep_float_bytes: crate::float_ref::KEEP_BYTES,
         }
     }
 }

@@ -1,13 +1,16 @@
 //! THE order of the passes, and the verifier and IR dumps between them.
 //!
 //! float passes (fold) -> [calibration on that float graph] -> fusion passes ->
-//! quantize -> report. The verifier runs on the input and after every pass in debug
+//! quantize -> report. Calibration runs there on the graph itself when the report is
+//! not measured; when it is, the fused graph names the values the report compares, so
+//! calibration runs after fusion on a copy of the float graph. The verifier runs on the input and after every pass in debug
 //! builds and when `verify_each` is set; dumps are written after the named pass or
 //! after each (numbered `NN-<pass>.ir`, `00-input.ir` first).
 
 use crate::calib;
 use crate::ctx::PassCtx;
 use crate::float_eval::Frame;
+use crate::float_ref::FloatRef;
 use crate::report::{self, HostOpEntry, Report};
 use crate::{
     fold_batchnorm, fold_constants, fold_hardswish, fold_scale_bias, fuse_dot, fuse_eltwise,
@@ -15,6 +18,7 @@ use crate::{
     sink_pool, PassError, PassOptions,
 };
 use nnac_ir::Graph;
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 pub type PassFn = fn(&mut Graph, &mut PassCtx) -> Result<(), PassError>;
@@ -138,6 +142,20 @@ impl Runner<'_> {
         std::fs::write(&path, nnac_ir::print(g)).map_err(fail)
     }
 
+    /// Calibration statistics of float graph `g` on `frames` (timed as `calibrate`).
+    fn calibrate(
+        &mut self,
+        g: &Graph,
+        frames: &[Frame],
+        keep: Option<&mut FloatRef>,
+    ) -> Result<BTreeMap<String, calib::Stats>, PassError> {
+        let t = Instant::now();
+        let stats = calib::collect(g, frames, self.opts.progress.as_ref(), keep)?;
+        self.times
+            .push(("calibrate".into(), t.elapsed().as_secs_f64() * 1e3));
+        Ok(stats)
+    }
+
     fn run(&mut self, g: &mut Graph, passes: &[Pass]) -> Result<(), PassError> {
         for p in passes {
             self.ctx.pass = p.name.to_string();
@@ -155,8 +173,9 @@ impl Runner<'_> {
 pub struct Compiled {
     /// The quantized graph (or the fused float graph with `skip_quantization`).
     pub graph: Graph,
-    /// The folded float graph calibration ran on (the accuracy reference).
-    pub float_graph: Graph,
+    /// The folded float graph calibration ran on, kept when the report measured the
+    /// quantized graph against it (`measure`).
+    pub float_graph: Option<Graph>,
     pub report: Report,
 }
 
@@ -179,7 +198,8 @@ fn check_options(opts: &PassOptions) -> Result<(), PassError> {
 }
 
 /// The crate entry: folds, fuses, calibrates on `calib_frames` and quantizes `graph`,
-/// then measures the quantized graph against the float graph on the same frames.
+/// then (with `opts.measure`) measures the quantized graph against the float graph on
+/// the same frames, reusing the float values calibration computed.
 pub fn compile_graph(
     graph: Graph,
     calib_frames: &[Frame],
@@ -195,7 +215,16 @@ pub fn compile_graph(
     let mut g = graph;
     r.check(&g, "input")?;
     r.run(&mut g, &FLOAT_PASSES)?;
-    let float_graph = g.clone();
+    let quantize = !opts.skip_quantization;
+    // Calibration runs on the folded float graph. Measured, the fused graph must exist
+    // first (it names the values the report compares), so the float graph is kept as
+    // a copy; otherwise calibration runs right here, on the graph itself (no copy).
+    let early_stats = if quantize && !opts.measure {
+        Some(r.calibrate(&g, calib_frames, None)?)
+    } else {
+        None
+    };
+    let float_graph = (quantize && opts.measure).then(|| g.clone());
     r.run(&mut g, &FUSION_PASSES)?;
     let mut rep = Report {
         graph: g.name.clone(),
@@ -205,11 +234,17 @@ pub fn compile_graph(
         .into_iter()
         .map(|(node, op)| HostOpEntry { node, op })
         .collect();
-    if !opts.skip_quantization {
-        let t = Instant::now();
-        let stats = calib::collect(&float_graph, calib_frames, opts.progress.as_ref())?;
-        r.times
-            .push(("calibrate".into(), t.elapsed().as_secs_f64() * 1e3));
+    if quantize {
+        let (stats, keep) = match (early_stats, &float_graph) {
+            (Some(stats), _) => (stats, None),
+            (None, Some(fg)) => {
+                let names = report::wanted_names(&g, &r.ctx);
+                let n = calib_frames.len();
+                let mut keep = FloatRef::plan(fg, names, n, opts.keep_float_bytes);
+                (r.calibrate(fg, calib_frames, Some(&mut keep))?, Some(keep))
+            }
+            (None, None) => unreachable!("not measured: calibrated early; measured: copied"),
+        };
         let t = Instant::now();
         let layers = quant::quantize(&mut g, &r.ctx, &stats, opts.calib_method, opts.percentile)?;
         r.times
@@ -222,16 +257,18 @@ pub fn compile_graph(
             .filter(|l| l.acc.as_ref().is_some_and(|a| a.rescaled_channels > 0))
             .map(|l| l.name.clone())
             .collect();
-        if let Some(p) = &opts.progress {
-            p.report(crate::ProgressEvent::Report {
-                frames: calib_frames.len(),
-                layers: layers.len(),
-            });
+        if let (Some(kept), Some(fg)) = (&keep, &float_graph) {
+            if let Some(p) = &opts.progress {
+                p.report(crate::ProgressEvent::Report {
+                    frames: calib_frames.len(),
+                    layers: layers.len(),
+                });
+            }
+            let t = Instant::now();
+            report::measure(fg, &g, &r.ctx, &layers, calib_frames, kept, &mut rep)?;
+            r.times
+                .push(("report".into(), t.elapsed().as_secs_f64() * 1e3));
         }
-        let t = Instant::now();
-        report::measure(&float_graph, &g, &r.ctx, &layers, calib_frames, &mut rep)?;
-        r.times
-            .push(("report".into(), t.elapsed().as_secs_f64() * 1e3));
     }
     rep.rewrites = r.ctx.log;
     rep.pass_ms = r.times;

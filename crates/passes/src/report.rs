@@ -5,11 +5,14 @@
 
 use crate::ctx::{PassCtx, Rewrite};
 use crate::float_eval::{run_observed, Frame};
+use crate::float_ref::{FloatRef, FrameValues};
 use crate::qinterp::run_quantized_observed;
 use crate::quant::params::{dequantize, scale_zp};
 use crate::quant::LayerQuant;
 use crate::{CalibMethod, PassError};
 use nnac_ir::{Graph, NodeId, Op, Tensor};
+use rayon::prelude::*;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -98,20 +101,36 @@ impl Sums {
     }
 }
 
-/// Measures every quantized layer against the float graph `float_g` on `frames`.
+/// The names of the original nodes whose float values the report compares with the
+/// layers of the fused (or quantized) graph `g`.
+pub fn wanted_names(g: &Graph, ctx: &PassCtx) -> BTreeSet<String> {
+    compared_nodes(g)
+        .into_iter()
+        .map(|n| ctx.out_name(&g.node(n).name).to_string())
+        .collect()
+}
+
+/// The nodes of `g` the report measures (every node but constants and inputs).
+fn compared_nodes(g: &Graph) -> Vec<NodeId> {
+    g.node_ids()
+        .into_iter()
+        .filter(|&n| !matches!(g.node(n).op, Op::Constant(_) | Op::Input))
+        .collect()
+}
+
+/// Measures every quantized layer against the float graph `float_g` on `frames`. The
+/// float values of the frames `kept` from calibration are used as they are; the
+/// float interpreter runs only on the others (concurrently with the quantized run).
 pub fn measure(
     float_g: &Graph,
     q: &Graph,
     ctx: &PassCtx,
     layers: &[LayerQuant],
     frames: &[Frame],
+    kept: &FloatRef,
     report: &mut Report,
 ) -> Result<(), PassError> {
-    let ids: Vec<NodeId> = q
-        .node_ids()
-        .into_iter()
-        .filter(|&n| !matches!(q.node(n).op, Op::Constant(_) | Op::Input))
-        .collect();
+    let ids = compared_nodes(q);
     let mut sums: BTreeMap<NodeId, Sums> = BTreeMap::new();
     let mut out_sums: BTreeMap<String, Sums> = BTreeMap::new();
     let wanted: BTreeMap<&str, NodeId> = ids
@@ -120,41 +139,47 @@ pub fn measure(
         .collect();
     let wanted_ids: BTreeSet<NodeId> = wanted.values().copied().collect();
     for (i, frame) in frames.iter().enumerate() {
-        // The float and the quantized run are independent: run them concurrently and
-        // compare the values they kept afterwards.
-        let (float_run, q_run) = rayon::join(
-            || {
-                let mut float_vals: BTreeMap<NodeId, Vec<f32>> = BTreeMap::new();
-                let context = format!("report frame {i}");
-                run_observed(float_g, frame, &context, &mut |v, t| {
-                    if let Some(&n) = wanted.get(float_g.node(v.node).name.as_str()) {
-                        float_vals.insert(n, t.to_f32_vec());
-                    }
-                })
-                .map(|outs| (outs, float_vals))
-            },
-            || {
-                let mut codes: BTreeMap<NodeId, Vec<i32>> = BTreeMap::new();
-                run_quantized_observed(q, frame, &mut |n, c| {
-                    if wanted_ids.contains(&n) {
-                        codes.insert(n, c.to_vec());
-                    }
-                })
-                .map(|(vals, trace)| (vals, trace, codes))
-            },
-        );
-        let (outs, float_vals) = float_run?;
+        let run_q = || {
+            let mut codes: BTreeMap<NodeId, Vec<i32>> = BTreeMap::new();
+            run_quantized_observed(q, frame, &mut |n, c| {
+                if wanted_ids.contains(&n) {
+                    codes.insert(n, c.to_vec());
+                }
+            })
+            .map(|(vals, trace)| (vals, trace, codes))
+        };
+        let (float_run, q_run) = match kept.frame(i) {
+            Some(f) => (Ok(Cow::Borrowed(f)), run_q()),
+            None => rayon::join(|| run_float(float_g, frame, i, kept).map(Cow::Owned), run_q),
+        };
+        let float_run = float_run?;
         let (vals, trace, codes) = q_run?;
-        for (n, c) in &codes {
-            if let Some(f) = float_vals.get(n) {
-                let (s, zp) = scale_zp(&q.node(*n).outputs[0]);
+        let pairs: Vec<(NodeId, &[i32], &[f32])> = codes
+            .iter()
+            .filter_map(|(n, c)| {
+                let name = ctx.out_name(&q.node(*n).name);
+                let f = float_run
+                    .values
+                    .get(name)
+                    .filter(|_| wanted.get(name) == Some(n))?;
+                Some((*n, c.as_slice(), f.as_slice()))
+            })
+            .collect();
+        // Layers in parallel; each layer's sums continue in their own order.
+        let updated: Vec<(NodeId, Sums)> = pairs
+            .par_iter()
+            .map(|&(n, c, f)| {
+                let (s, zp) = scale_zp(&q.node(n).outputs[0]);
                 let y: Vec<f32> = c.iter().map(|&c| dequantize(c, s, zp)).collect();
-                sums.entry(*n).or_default().add(f, &y);
-            }
-        }
+                let mut acc = sums.get(&n).copied().unwrap_or_default();
+                acc.add(f, &y);
+                (n, acc)
+            })
+            .collect();
+        sums.extend(updated);
         report.acc_overflows += trace.acc_overflows;
         let q_outs = crate::qinterp::dequantized_outputs(q, &vals);
-        for (name, t) in &outs {
+        for (name, t) in &float_run.outputs {
             if let Some(y) = q_outs.get(name) {
                 out_sums
                     .entry(name.clone())
@@ -184,6 +209,23 @@ pub fn measure(
         })
         .collect();
     Ok(())
+}
+
+/// The float values of frame `i` the report compares (those `kept` wants).
+fn run_float(
+    float_g: &Graph,
+    frame: &Frame,
+    i: usize,
+    kept: &FloatRef,
+) -> Result<FrameValues, PassError> {
+    let mut values: BTreeMap<String, Vec<f32>> = BTreeMap::new();
+    let outputs = run_observed(float_g, frame, &format!("report frame {i}"), &mut |v, t| {
+        let name = &float_g.node(v.node).name;
+        if kept.wants(name) {
+            values.insert(name.clone(), t.to_f32_vec());
+        }
+    })?;
+    Ok(FrameValues { values, outputs })
 }
 
 fn f(x: Option<f64>) -> String {

@@ -53,33 +53,6 @@ pub fn bypass(g: &mut Graph, node: NodeId, by: Value) {
     g.remove_node(node);
 }
 
-/// For a dot-product op's weight tensor, the output channel of each element.
-pub fn weight_out_channel(op: &Op, wshape: &[usize]) -> Option<Box<dyn Fn(usize) -> usize>> {
-    let inner: usize = wshape.iter().skip(1).product();
-    match op {
-        Op::Conv(_) => Some(Box::new(move |i| i / inner.max(1))),
-        Op::ConvTranspose(a) => {
-            let (c, mg) = (wshape[0], wshape[1]);
-            let k: usize = wshape[2..].iter().product();
-            let cg = c / a.group.max(1);
-            Some(Box::new(move |i| {
-                let ci = i / (mg * k);
-                let j = (i / k) % mg;
-                (ci / cg.max(1)) * mg + j
-            }))
-        }
-        Op::Gemm(a) if a.trans_b && wshape.len() == 2 => {
-            let k = wshape[1];
-            Some(Box::new(move |i| i / k.max(1)))
-        }
-        Op::Gemm(a) if !a.trans_b && wshape.len() == 2 => {
-            let n = wshape[1];
-            Some(Box::new(move |i| i % n.max(1)))
-        }
-        _ => None,
-    }
-}
-
 /// Number of output channels of a dot-product op from its weight shape.
 pub fn dot_out_channels(op: &Op, wshape: &[usize]) -> Option<usize> {
     match op {

@@ -158,6 +158,35 @@ fn report_serializes_to_json() {
 }
 
 #[test]
+fn report_is_the_same_from_kept_and_recomputed_float_values() {
+    let fr = frames(5, 3);
+    let kept = compile_graph(net(23), &fr, &PassOptions::default()).unwrap();
+    assert!(!kept.report.layers.is_empty() && !kept.report.outputs.is_empty());
+    // No frame kept, or the first frames only: the others run the float interpreter
+    // again.
+    for budget in [0, 1 << 16] {
+        let opts = PassOptions {
+            keep_float_bytes: budget,
+            ..Default::default()
+        };
+        let rerun = compile_graph(net(23), &fr, &opts).unwrap();
+        assert_eq!(rerun.report.layers, kept.report.layers, "budget {budget}");
+        assert_eq!(rerun.report.outputs, kept.report.outputs, "budget {budget}");
+        assert_eq!(rerun.report.acc_overflows, kept.report.acc_overflows);
+    }
+    // Without the measurement: the same program, a report without accuracy.
+    let opts = PassOptions {
+        measure: false,
+        ..Default::default()
+    };
+    let bare = compile_graph(net(23), &fr, &opts).unwrap();
+    assert!(bare.report.layers.is_empty() && bare.report.outputs.is_empty());
+    assert_eq!(nnac_ir::print(&bare.graph), nnac_ir::print(&kept.graph));
+    assert_eq!(bare.report.rewrites, kept.report.rewrites);
+    assert!(!bare.report.pass_ms.iter().any(|(s, _)| s == "report"));
+}
+
+#[test]
 fn quantized_types_and_raw_outputs() {
     let done = compile_graph(net(23), &frames(2, 2), &PassOptions::default()).unwrap();
     let q = &done.graph;

@@ -5,6 +5,7 @@
 
 use crate::proto::onnx::TensorProto;
 use crate::ImportError;
+use prost::bytes::Bytes;
 use prost::Message;
 use std::path::Path;
 
@@ -20,7 +21,7 @@ pub fn freeze_inputs(
         path: Path::new(name).to_path_buf(),
         msg,
     };
-    let mut m = super::model::decode(model, Path::new(name))?;
+    let mut m = super::model::decode(Bytes::copy_from_slice(model), Path::new(name))?;
     let g = m
         .graph
         .as_mut()

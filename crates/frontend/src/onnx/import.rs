@@ -10,6 +10,7 @@ use super::{inputs, registry};
 use crate::proto::onnx::{GraphProto, NodeProto};
 use crate::{ImportError, ImportOptions, Unsupported};
 use nnac_ir::Graph;
+use prost::bytes::Bytes;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::rc::Rc;
@@ -47,7 +48,7 @@ impl Report {
 
 /// Imports a serialized model; `path` names it in errors.
 pub fn import_model(
-    bytes: &[u8],
+    bytes: Bytes,
     base_dir: Option<&Path>,
     path: &Path,
     opts: &ImportOptions,

@@ -10,6 +10,7 @@ use super::external::read_external;
 use super::limits::dims_to_shape;
 use crate::proto::onnx::TensorProto;
 use nnac_ir::{Tensor, TensorData};
+use rayon::prelude::*;
 use std::path::Path;
 
 /// Why a tensor could not be converted.
@@ -66,6 +67,18 @@ pub fn tensor_from_proto(t: &TensorProto, base_dir: Option<&Path>) -> Result<Ten
         .ok_or_else(|| TensorError::Invalid("element count does not match the dims".into()))
 }
 
+/// Little-endian f32s; payloads of at least [`PAR_BYTES`] are converted in parallel.
+fn f32_from_le(b: &[u8]) -> Vec<f32> {
+    let conv = |c: &[u8]| f32::from_le_bytes(c.try_into().expect("chunks_exact yields 4 bytes"));
+    if b.len() < PAR_BYTES {
+        return b.chunks_exact(4).map(conv).collect();
+    }
+    b.par_chunks_exact(4).map(conv).collect()
+}
+
+/// Smallest payload converted in parallel.
+const PAR_BYTES: usize = 1 << 20;
+
 fn chunks<const N: usize>(b: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
     b.chunks_exact(N)
         .map(|c| c.try_into().expect("chunks_exact yields N bytes"))
@@ -74,7 +87,7 @@ fn chunks<const N: usize>(b: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
 /// Decodes little-endian raw bytes (length already checked).
 fn from_raw(elem: i32, b: &[u8]) -> TensorData {
     match elem {
-        FLOAT => TensorData::F32(chunks(b).map(f32::from_le_bytes).collect()),
+        FLOAT => TensorData::F32(f32_from_le(b)),
         FLOAT16 => TensorData::F32(
             chunks(b)
                 .map(|c| f16_to_f32(u16::from_le_bytes(c)))

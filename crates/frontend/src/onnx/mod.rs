@@ -36,6 +36,7 @@ mod registry;
 
 use crate::{ImportError, ImportOptions};
 use nnac_ir::Graph;
+use prost::bytes::Bytes;
 use std::path::Path;
 
 pub use freeze::freeze_inputs;
@@ -56,7 +57,8 @@ pub fn import_file(path: &Path, opts: &ImportOptions) -> Result<Graph, ImportErr
             p
         }
     });
-    import::import_model(&bytes, base, path, opts)
+    // The file's bytes are moved, not copied: the weights are decoded from them.
+    import::import_model(Bytes::from(bytes), base, path, opts)
 }
 
 /// Imports an ONNX model from memory. `base_dir` is where external data files live
@@ -68,5 +70,10 @@ pub fn import_bytes(
     name: &str,
     opts: &ImportOptions,
 ) -> Result<Graph, ImportError> {
-    import::import_model(bytes, base_dir, Path::new(name), opts)
+    import::import_model(
+        Bytes::copy_from_slice(bytes),
+        base_dir,
+        Path::new(name),
+        opts,
+    )
 }

@@ -2,6 +2,7 @@
 
 use crate::proto::onnx::ModelProto;
 use crate::{ImportError, Unsupported};
+use prost::bytes::Bytes;
 use prost::Message;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -40,8 +41,9 @@ impl Opsets {
     }
 }
 
-/// Decodes the protobuf bytes of a model. `path` names the model in errors.
-pub fn decode(bytes: &[u8], path: &Path) -> Result<ModelProto, ImportError> {
+/// Decodes the protobuf bytes of a model. `path` names the model in errors. Tensor
+/// payloads (`raw_data`) are slices of `bytes`, not copies.
+pub fn decode(bytes: Bytes, path: &Path) -> Result<ModelProto, ImportError> {
     ModelProto::decode(bytes).map_err(|e| ImportError::Malformed {
         path: path.to_path_buf(),
         msg: format!("protobuf decode error: {e}"),

@@ -32,7 +32,7 @@ pub fn tensor_raw(name: &str, elem: i32, dims: &[i64], raw: Vec<u8>) -> TensorPr
         name: Some(name.into()),
         dims: dims.to_vec(),
         data_type: Some(elem),
-        raw_data: Some(raw),
+        raw_data: Some(raw.into()),
         ..Default::default()
     }
 }

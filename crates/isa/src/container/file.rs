@@ -30,39 +30,61 @@ impl Program {
             .validate()
             .map_err(|e| ContainerError::new(e.to_string()))?;
         let code = encode_program(&self.instrs).map_err(|e| ContainerError::new(e.to_string()))?;
-        let mut sections: Vec<(SectionKind, Vec<u8>)> = vec![
-            (SectionKind::Instructions, code),
-            (SectionKind::Dram, write_dram(&self.dram)),
-            (SectionKind::Io, write_io(&self.io)),
+        let dram_base = self.dram.base.to_le_bytes();
+        let io = write_io(&self.io);
+        let host_ops = self.host_ops.as_ref().map(HostOps::write);
+        let meta = write_meta(&self.meta);
+        let layers = match &self.layers {
+            Some(l) => {
+                l.validate(self.instrs.len()).map_err(ContainerError::new)?;
+                Some(l.write())
+            }
+            None => None,
+        };
+        let prologue = match self.body_start {
+            Some(b) => {
+                super::check_body_start(b, &self.instrs, self.host_ops.as_ref())
+                    .map_err(ContainerError::new)?;
+                Some(super::prologue::write(b))
+            }
+            None => None,
+        };
+        // Each section's payload as the pieces it is made of: the DRAM image (the
+        // weights, most of the file) is copied once, straight into the output.
+        let mut sections: Vec<(SectionKind, Vec<&[u8]>)> = vec![
+            (SectionKind::Instructions, vec![&code]),
+            (SectionKind::Dram, vec![&dram_base, &self.dram.bytes]),
+            (SectionKind::Io, vec![&io]),
         ];
-        if let Some(h) = &self.host_ops {
-            sections.push((SectionKind::HostOps, h.write()));
+        if let Some(h) = &host_ops {
+            sections.push((SectionKind::HostOps, vec![h]));
         }
-        sections.push((SectionKind::Metadata, write_meta(&self.meta)));
-        if let Some(l) = &self.layers {
-            l.validate(self.instrs.len()).map_err(ContainerError::new)?;
-            sections.push((SectionKind::Layers, l.write()));
+        sections.push((SectionKind::Metadata, vec![&meta]));
+        if let Some(l) = &layers {
+            sections.push((SectionKind::Layers, vec![l]));
         }
-        if let Some(b) = self.body_start {
-            super::check_body_start(b, &self.instrs, self.host_ops.as_ref())
-                .map_err(ContainerError::new)?;
-            sections.push((SectionKind::Prologue, super::prologue::write(b)));
+        if let Some(p) = &prologue {
+            sections.push((SectionKind::Prologue, vec![p]));
         }
 
-        let mut w = Writer::default();
+        let len = |parts: &[&[u8]]| parts.iter().map(|p| p.len()).sum::<usize>();
+        let body: usize = sections.iter().map(|(_, p)| len(p)).sum();
+        let mut w = Writer(Vec::with_capacity(
+            HEADER_SIZE + ENTRY_SIZE * sections.len() + body + CRC_SIZE,
+        ));
         w.bytes(&MAGIC);
         w.u32(FORMAT_VERSION);
         w.u32(sections.len() as u32);
         let mut offset = (HEADER_SIZE + ENTRY_SIZE * sections.len()) as u64;
-        for (kind, payload) in &sections {
+        for (kind, parts) in &sections {
             w.u32(*kind as u32);
             w.u32(0);
             w.u64(offset);
-            w.u64(payload.len() as u64);
-            offset += payload.len() as u64;
+            w.u64(len(parts) as u64);
+            offset += len(parts) as u64;
         }
-        for (_, payload) in &sections {
-            w.bytes(payload);
+        for part in sections.iter().flat_map(|(_, parts)| parts) {
+            w.bytes(part);
         }
         let crc = crc32(&w.0);
         w.u32(crc);
@@ -200,13 +222,6 @@ fn read_table(body: &[u8]) -> Result<Vec<Section<'_>>, ContainerError> {
         )));
     }
     Ok(out)
-}
-
-fn write_dram(d: &DramImage) -> Vec<u8> {
-    let mut w = Writer::default();
-    w.u64(d.base);
-    w.bytes(&d.bytes);
-    w.0
 }
 
 fn read_dram(r: &mut Reader) -> Result<DramImage, ContainerError> {

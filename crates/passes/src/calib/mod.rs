@@ -9,8 +9,10 @@ pub use entropy::kl_threshold;
 pub use histogram::{Histogram, BINS};
 
 use crate::float_eval::{run_observed, Frame};
+use crate::float_ref::{FloatRef, FrameValues};
 use crate::{CalibMethod, PassError, Progress, ProgressEvent};
 use nnac_ir::{DType, Graph};
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 
 /// Fewest nonzero samples a value needs before percentile / entropy may clip it.
@@ -27,12 +29,7 @@ pub struct Stats {
 
 impl Stats {
     pub fn add(&mut self, xs: &[f32]) {
-        let (lo, hi) = xs
-            .iter()
-            .filter(|x| x.is_finite())
-            .fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), &x| {
-                (l.min(x), h.max(x))
-            });
+        let (lo, hi) = finite_min_max(xs);
         if lo > hi {
             return;
         }
@@ -42,7 +39,7 @@ impl Stats {
         } else {
             (self.min, self.max, self.seen) = (lo, hi, true);
         }
-        self.hist.add(xs);
+        self.hist.add_with_max(xs, (-lo).max(hi).max(0.0));
     }
 
     /// The range `[lo, hi]` to quantize to (always contains 0). Clipping methods need
@@ -63,12 +60,44 @@ impl Stats {
     }
 }
 
+/// The smallest and largest finite values of `xs` (`(inf, -inf)` if none), over
+/// eight lanes and parallel blocks (min and max are exact: the split does not change
+/// the result).
+fn finite_min_max(xs: &[f32]) -> (f32, f32) {
+    const NONE: (f32, f32) = (f32::INFINITY, f32::NEG_INFINITY);
+    let merge = |a: (f32, f32), b: (f32, f32)| (a.0.min(b.0), a.1.max(b.1));
+    let block = |b: &[f32]| {
+        let (mut lo, mut hi) = ([f32::INFINITY; 8], [f32::NEG_INFINITY; 8]);
+        let mut lanes = b.chunks_exact(8);
+        for c in &mut lanes {
+            for j in 0..8 {
+                let x = c[j];
+                let f = x.is_finite();
+                lo[j] = if f && x < lo[j] { x } else { lo[j] };
+                hi[j] = if f && x > hi[j] { x } else { hi[j] };
+            }
+        }
+        let lanes_mm = lo
+            .iter()
+            .zip(&hi)
+            .fold(NONE, |a, (&l, &h)| merge(a, (l, h)));
+        lanes
+            .remainder()
+            .iter()
+            .filter(|x| x.is_finite())
+            .fold(lanes_mm, |a, &x| merge(a, (x, x)))
+    };
+    xs.par_chunks(1 << 16).map(block).reduce(|| NONE, merge)
+}
+
 /// Per-node-name statistics of every f32 value of `g` (graph inputs included) over
-/// `frames`; `progress` is told after every frame.
+/// `frames`; `progress` is told after every frame. With `keep`, the values the
+/// quantization report compares are kept for the frames it plans to keep.
 pub fn collect(
     g: &Graph,
     frames: &[Frame],
     progress: Option<&Progress>,
+    mut keep: Option<&mut FloatRef>,
 ) -> Result<BTreeMap<String, Stats>, PassError> {
     if frames.is_empty() {
         return Err(PassError::Calib("no calibration frames".into()));
@@ -76,16 +105,22 @@ pub fn collect(
     let mut stats: BTreeMap<String, Stats> = BTreeMap::new();
     for (i, frame) in frames.iter().enumerate() {
         check_frame(g, frame, i)?;
-        run_observed(g, frame, &format!("calibration frame {i}"), &mut |v, t| {
+        let kept = keep.as_deref().filter(|k| k.keeps(i));
+        let mut values: BTreeMap<String, Vec<f32>> = BTreeMap::new();
+        let outputs = run_observed(g, frame, &format!("calibration frame {i}"), &mut |v, t| {
+            let name = &g.node(v.node).name;
             if v.port == 0 && t.dtype() == DType::F32 {
                 if let Some(xs) = t.as_f32() {
-                    stats
-                        .entry(g.node(v.node).name.clone())
-                        .or_default()
-                        .add(xs);
+                    stats.entry(name.clone()).or_default().add(xs);
                 }
             }
+            if kept.is_some_and(|k| k.wants(name)) {
+                values.insert(name.clone(), t.to_f32_vec());
+            }
         })?;
+        if let Some(k) = keep.as_deref_mut().filter(|k| k.keeps(i)) {
+            k.push(FrameValues { values, outputs });
+        }
         if let Some(p) = progress {
             p.report(ProgressEvent::Calibrate {
                 done: i + 1,
@@ -118,4 +153,25 @@ pub fn check_frame(g: &Graph, frame: &Frame, index: usize) -> Result<(), PassErr
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn min_max_ignores_non_finite_values_in_every_lane_and_block() {
+        let mut xs: Vec<f32> = (0..(1 << 17) + 11).map(|i| (i % 1000) as f32).collect();
+        xs[3] = -7.5;
+        xs[(1 << 16) + 9] = 1e6;
+        xs[5] = f32::NAN;
+        xs[6] = f32::INFINITY;
+        xs[(1 << 17) + 10] = f32::NEG_INFINITY;
+        assert_eq!(finite_min_max(&xs), (-7.5, 1e6));
+        assert_eq!(finite_min_max(&[f32::NAN, 2.0, -1.0]), (-1.0, 2.0));
+        assert_eq!(
+            finite_min_max(&[f32::NAN; 9]),
+            (f32::INFINITY, f32::NEG_INFINITY)
+        );
+    }
 }

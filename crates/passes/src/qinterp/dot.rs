@@ -10,16 +10,33 @@ use super::{saturate, QTrace};
 use crate::qinterp::epilogue;
 use crate::quant::params::scale_zp;
 use crate::PassError;
-use nnac_ir::{ConvAttrs, ConvTransposeAttrs, DotKind, DotOp, Graph, NodeId};
+use nnac_ir::{ConvAttrs, ConvTransposeAttrs, DotKind, DotOp, Graph, NodeId, TensorData, Value};
 use nnac_isa::arith::{wrap_acc, ACC_BITS};
 use rayon::prelude::*;
 
-/// `args`: input codes, weight codes, bias.
+/// The weights of a dot op: an int8 constant read where it is in the graph, or codes
+/// computed by the run.
+pub enum Weights<'a> {
+    Int8(&'a [i8]),
+    Codes(&'a [i32]),
+}
+
+impl<'a> Weights<'a> {
+    /// The int8 constant feeding `v`, if it is one (read in place: no codes vector).
+    pub fn int8_const(g: &'a Graph, v: Value) -> Option<&'a [i8]> {
+        match g.const_of(v).map(|t| &t.data) {
+            Some(TensorData::I8(w)) => Some(w),
+            _ => None,
+        }
+    }
+}
+
+/// `x`: input codes, `w`: weights, `bias`: int32 bias.
 pub fn run(
     g: &Graph,
     id: NodeId,
     d: &DotOp,
-    args: &[&[i32]; 3],
+    (x, w, bias): (&[i32], Weights<'_>, &[i32]),
     trace: &mut QTrace,
 ) -> Result<Vec<i32>, PassError> {
     let node = g.node(id);
@@ -32,7 +49,6 @@ pub fn run(
     let xt = g.value_type(ins[0]);
     let ws = &g.value_type(ins[1]).shape;
     let (_, zp) = scale_zp(xt);
-    let [x, w, bias] = *args;
     let narrow = |codes: &[i32], what: &str| {
         gemm::to_i16(codes).map_err(|c| {
             PassError::node(
@@ -42,7 +58,11 @@ pub fn run(
             )
         })
     };
-    let (x, w) = (narrow(x, "input")?, narrow(w, "weight")?);
+    let w = match w {
+        Weights::Int8(w) => w.iter().map(|&c| i16::from(c)).collect(),
+        Weights::Codes(w) => narrow(w, "weight")?,
+    };
+    let x = narrow(x, "input")?;
     let zp = narrow(&[zp], "input zero point")?[0];
     let (x, w) = (x.as_slice(), w.as_slice());
     let (acc, m, spatial) = match &d.kind {
@@ -82,7 +102,7 @@ pub fn run(
             .par_chunks_mut(pixels)
             .zip(acc.par_chunks(pixels))
             .enumerate()
-            .map(|(c, (out, plane))| epilogue_row(out, plane, |_| c, &simd))
+            .map(|(c, (out, plane))| epilogue::plane(rq, act, c, plane, out, out_t.dtype))
             .sum()
     };
     trace.acc_overflows += overflows;
@@ -134,19 +154,21 @@ pub fn conv_acc(
         // the larger operand so that the smaller one stays in cache.
         if mg <= pixels {
             let mut dots = vec![0i64; pixels * mg];
-            dots.par_chunks_mut(mg)
-                .zip(patch.par_chunks(k))
-                .for_each(|(o, xrow)| gemm::dot_rows(xrow, wg, o));
+            let rows = gemm::BLOCK_ROWS;
+            dots.par_chunks_mut(rows * mg)
+                .zip(patch.par_chunks(rows * k))
+                .for_each(|(o, xs)| gemm::dot_rows_block(xs, xs.len() / k, wg, o));
             for (j, plane) in planes.chunks_exact_mut(pixels).enumerate() {
                 for (p, acc) in plane.iter_mut().enumerate() {
                     *acc = dots[p * mg + j];
                 }
             }
         } else {
+            let rows = gemm::BLOCK_ROWS;
             planes
-                .par_chunks_mut(pixels)
-                .zip(wg.par_chunks(k))
-                .for_each(|(plane, wrow)| gemm::dot_rows(wrow, &patch, plane));
+                .par_chunks_mut(rows * pixels)
+                .zip(wg.par_chunks(rows * k))
+                .for_each(|(o, ws)| gemm::dot_rows_block(ws, ws.len() / k, &patch, o));
         }
         for (j, plane) in planes.chunks_exact_mut(pixels).enumerate() {
             let b = i64::from(bias[grp * mg + j]);

@@ -1,9 +1,11 @@
 //! The SIMD epilogue on one value, written from docs/ISA.md's arithmetic:
-//! FUSED_RELU for the integer path, the fp32 sequence for the float path.
+//! FUSED_RELU for the integer path, the fp32 sequence for the float path; and on a
+//! channel's plane of accumulators.
 
+use super::saturate;
 use crate::simd_float::activation;
-use nnac_ir::{Activation, FusedAct, Requant};
-use nnac_isa::arith;
+use nnac_ir::{Activation, DType, FusedAct, Multiplier, Requant};
+use nnac_isa::arith::{self, wrap_acc, ACC_BITS};
 use nnac_isa::simd::float::{canon, f2i, i2f};
 
 /// The output code for SIMD input `v` of channel `c`.
@@ -14,12 +16,7 @@ pub fn apply(rq: &Requant, act: Option<&FusedAct>, v: i32, c: usize) -> i32 {
             zero_point,
             lo,
             hi,
-        } => {
-            let m = mult[c];
-            let y =
-                arith::scale(i64::from(v), m.mult, u32::from(m.shift)) + i128::from(*zero_point);
-            arith::sat_i32(y.clamp(i128::from(*lo), i128::from(*hi)))
-        }
+        } => int_code(v, mult[c], *zero_point, *lo, *hi),
         Requant::Float {
             in_scale,
             inv_out_scale,
@@ -39,4 +36,48 @@ pub fn apply(rq: &Requant, act: Option<&FusedAct>, v: i32, c: usize) -> i32 {
             y.wrapping_add(*zero_point).clamp(*lo, *hi)
         }
     }
+}
+
+/// FUSED_RELU: `clamp(scale(v, m) + zero_point, lo, hi)`.
+#[inline(always)]
+fn int_code(v: i32, m: Multiplier, zero_point: i32, lo: i32, hi: i32) -> i32 {
+    let y = arith::scale(i64::from(v), m.mult, u32::from(m.shift)) + i128::from(zero_point);
+    arith::sat_i32(y.clamp(i128::from(lo), i128::from(hi)))
+}
+
+/// `out[i]`: the `dtype` code of accumulator `acc[i]` of channel `c`, wrapped at 30
+/// bits, through the epilogue and saturated; returns how many accumulators wrapped.
+/// The same values as [`apply`] one by one, with the requantization chosen once.
+pub fn plane(
+    rq: &Requant,
+    act: Option<&FusedAct>,
+    c: usize,
+    acc: &[i64],
+    out: &mut [i32],
+    dtype: DType,
+) -> u64 {
+    let mut wrapped = 0;
+    match rq {
+        Requant::Int {
+            mult,
+            zero_point,
+            lo,
+            hi,
+        } => {
+            let m = mult[c];
+            for (o, &a) in out.iter_mut().zip(acc) {
+                let (v, w) = wrap_acc(a, ACC_BITS);
+                *o = saturate(int_code(v, m, *zero_point, *lo, *hi), dtype);
+                wrapped += u64::from(w);
+            }
+        }
+        Requant::Float { .. } => {
+            for (o, &a) in out.iter_mut().zip(acc) {
+                let (v, w) = wrap_acc(a, ACC_BITS);
+                *o = saturate(apply(rq, act, v, c), dtype);
+                wrapped += u64::from(w);
+            }
+        }
+    }
+    wrapped
 }

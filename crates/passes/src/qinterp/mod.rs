@@ -18,7 +18,7 @@ use crate::float_eval::Frame;
 use crate::quant::params::{code_range, dequantize, quantize, scale_zp};
 use crate::PassError;
 use nnac_ir::{DType, Graph, NnaOp, NodeId, Op, Tensor, TensorData, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A value during quantized execution.
 #[derive(Clone, Debug, PartialEq)]
@@ -94,7 +94,8 @@ fn raw_tensor(g: &Graph, v: Value, codes: &[i32]) -> Tensor {
 }
 
 /// Runs the graph, calling `observe(node, codes)` after every non-constant node.
-/// Returns every node's value and the run's counters.
+/// Returns the values of the nodes producing graph outputs (every other value is
+/// dropped once its last consumer has run) and the run's counters.
 pub fn run_quantized_observed(
     g: &Graph,
     inputs: &Frame,
@@ -104,16 +105,46 @@ pub fn run_quantized_observed(
     let order = g
         .topo_order()
         .map_err(|e| PassError::node("qinterp", &e.node, e.msg))?;
+    let outputs: BTreeSet<NodeId> = g.outputs().iter().map(|o| o.value.node).collect();
+    let mut uses: BTreeMap<NodeId, usize> = BTreeMap::new();
+    for &id in &order {
+        for v in g.node_inputs(id) {
+            *uses.entry(v.node).or_default() += 1;
+        }
+    }
     let mut vals: BTreeMap<NodeId, QVal> = BTreeMap::new();
     let mut trace = QTrace::default();
     for id in order {
+        if read_in_place(g, id, &outputs) {
+            continue;
+        }
         let v = eval_node(g, id, inputs, &vals, &mut trace)?;
         if let (QVal::Codes(c), false) = (&v, matches!(g.node(id).op, Op::Constant(_))) {
             observe(id, c);
         }
-        vals.insert(id, v);
+        if uses.contains_key(&id) || outputs.contains(&id) {
+            vals.insert(id, v);
+        }
+        for input in g.node_inputs(id) {
+            let left = uses.get_mut(&input.node).expect("counted above");
+            *left -= 1;
+            if *left == 0 && !outputs.contains(&input.node) {
+                vals.remove(&input.node);
+            }
+        }
     }
     Ok((vals, trace))
+}
+
+/// Whether `id` is an int8 constant that only dot ops use, as their weights: they
+/// read it from the graph, so the run does not turn it into codes.
+fn read_in_place(g: &Graph, id: NodeId, outputs: &BTreeSet<NodeId>) -> bool {
+    let v = Value::new(id, 0);
+    dot::Weights::int8_const(g, v).is_some()
+        && !outputs.contains(&id)
+        && g.users(v)
+            .iter()
+            .all(|&(n, slot)| slot == 1 && matches!(g.node(n).op, Op::Nna(NnaOp::Dot(_))))
 }
 
 fn eval_node(
@@ -154,7 +185,11 @@ fn eval_node(
         }
         Op::Reshape { .. } => QVal::Codes(arg(0)?.to_vec()),
         Op::Nna(NnaOp::Dot(d)) => {
-            QVal::Codes(dot::run(g, id, d, &[arg(0)?, arg(1)?, arg(2)?], trace)?)
+            let w = match dot::Weights::int8_const(g, ins[1]) {
+                Some(w) => dot::Weights::Int8(w),
+                None => dot::Weights::Codes(arg(1)?),
+            };
+            QVal::Codes(dot::run(g, id, d, (arg(0)?, w, arg(2)?), trace)?)
         }
         Op::Nna(NnaOp::Scale(s)) => {
             QVal::Codes(simd_ops::scale(g, id, s, arg(0)?, arg(1)?, arg(2)?))

@@ -11,18 +11,11 @@ use nnac_isa::arith::ACC_BITS;
 /// Largest value the accumulator holds without wrapping.
 pub const ACC_LIMIT: i64 = (1 << (ACC_BITS - 1)) - 1;
 
-/// Bound per channel: `|bias| + sum |w| * xmax`.
-pub fn channel_bounds(
-    wq: &[i8],
-    bias: &[i64],
-    channel_of: &dyn Fn(usize) -> usize,
-    xmax: i64,
-) -> Vec<i64> {
-    let mut b: Vec<i64> = bias.iter().map(|x| x.abs()).collect();
-    for (i, &w) in wq.iter().enumerate() {
-        b[channel_of(i)] += i64::from(w).abs() * xmax;
-    }
-    b
+/// One channel's bound: `|bias| + sum |w| * xmax`.
+#[inline(always)]
+pub fn channel_bound(wq: &[i8], bias: i64, xmax: i64) -> i64 {
+    let s: i64 = wq.iter().map(|&w| i64::from(w).abs()).sum();
+    bias.abs() + s * xmax
 }
 
 /// What the bound check did for one layer.

@@ -2,14 +2,17 @@
 //! input zero-point correction), the accumulator bound (rescaling channels that could
 //! overflow), and the requantization of its epilogue.
 
-use super::acc_bound::{channel_bounds, AccReport, ACC_LIMIT};
-use super::params::{quantize_weight, quantize_weights, scale_zp};
+use super::acc_bound::AccReport;
+use super::params::{quantize_weight, scale_zp, weight_scale};
 use super::requant;
-use crate::util::{dot_out_channels, weight_out_channel};
+use super::weights::quantize_layer;
+use crate::channels::WeightChannels;
+use crate::util::dot_out_channels;
 use crate::PassError;
 use nnac_ir::{
     DType, DotKind, GemmAttrs, Graph, NnaOp, NodeId, Op, Quant, Tensor, TensorData, TensorType,
 };
+use std::borrow::Cow;
 
 const PASS: &str = "quantize";
 
@@ -27,78 +30,6 @@ pub fn layout_op(kind: &DotKind) -> Op {
     }
 }
 
-/// Quantized weights of one layer.
-pub struct QWeights {
-    pub wq: Vec<i8>,
-    pub scales: Vec<f32>,
-    pub bias: Vec<i64>,
-    pub acc: AccReport,
-}
-
-/// Quantizes `w` per channel and the bias at `s_in * s_w`, then enforces the
-/// accumulator bound by coarsening the scale of any channel that could overflow.
-pub fn quantize_layer(
-    w: &[f32],
-    bias: &[f32],
-    channel_of: &dyn Fn(usize) -> usize,
-    s_in: f32,
-    zp_in: i32,
-    xmax: i64,
-) -> QWeights {
-    let m = bias.len();
-    let (mut wq, mut scales) = quantize_weights(w, m, channel_of);
-    let qbias = |wq: &[i8], scales: &[f32]| -> Vec<i64> {
-        let mut sums = vec![0i64; m];
-        for (i, &q) in wq.iter().enumerate() {
-            sums[channel_of(i)] += i64::from(q);
-        }
-        (0..m)
-            .map(|c| {
-                (f64::from(bias[c]) / (f64::from(s_in) * f64::from(scales[c]))).round() as i64
-                    - i64::from(zp_in) * sums[c]
-            })
-            .collect()
-    };
-    let mut qb = qbias(&wq, &scales);
-    let before = channel_bounds(&wq, &qb, channel_of, xmax);
-    let mut acc = AccReport {
-        limit: ACC_LIMIT,
-        bound_before: before.iter().copied().max().unwrap_or(0),
-        ..Default::default()
-    };
-    let mut factors = vec![1f32; m];
-    let mut bounds = before;
-    for _round in 0..16 {
-        let over: Vec<usize> = (0..m).filter(|&c| bounds[c] > ACC_LIMIT).collect();
-        if over.is_empty() {
-            break;
-        }
-        for &c in &over {
-            // Shrink the weights of channel c by the overshoot (plus a margin for rounding).
-            let f = (bounds[c] as f64 / ACC_LIMIT as f64 * 1.01) as f32;
-            factors[c] *= f;
-            scales[c] *= f;
-        }
-        for (i, x) in w.iter().enumerate() {
-            let c = channel_of(i);
-            if factors[c] > 1.0 {
-                wq[i] = quantize_weight(*x, scales[c]);
-            }
-        }
-        qb = qbias(&wq, &scales);
-        bounds = channel_bounds(&wq, &qb, channel_of, xmax);
-    }
-    acc.bound = bounds.iter().copied().max().unwrap_or(0);
-    acc.rescaled_channels = factors.iter().filter(|&&f| f > 1.0).count();
-    acc.max_rescale = factors.iter().copied().fold(1.0, f32::max);
-    QWeights {
-        wq,
-        scales,
-        bias: qb,
-        acc,
-    }
-}
-
 /// Quantizes the dot node `id` in place (its input and output types are already set).
 pub fn quantize_dot(g: &mut Graph, id: NodeId, xmax: i64) -> Result<AccReport, PassError> {
     let name = g.node(id).name.clone();
@@ -110,16 +41,18 @@ pub fn quantize_dot(g: &mut Graph, id: NodeId, xmax: i64) -> Result<AccReport, P
     let out_t = g.node(id).outputs[0].clone();
     let (s_in, zp_in) = scale_zp(&in_t);
     let (s_out, zp_out) = scale_zp(&out_t);
+    // The float weights are read where they are (no copy); the quantized ones replace
+    // them below.
     let wt = g
         .const_of(ins[1])
-        .ok_or_else(|| PassError::node(PASS, &name, "weights are not constant"))?
-        .clone();
+        .ok_or_else(|| PassError::node(PASS, &name, "weights are not constant"))?;
     let bias = g
         .const_of(ins[2])
         .ok_or_else(|| PassError::node(PASS, &name, "bias is not constant"))?
         .to_f32_vec();
     let op = layout_op(&dot.kind);
-    let m = dot_out_channels(&op, &wt.shape)
+    let wshape = wt.shape.clone();
+    let m = dot_out_channels(&op, &wshape)
         .ok_or_else(|| PassError::node(PASS, &name, "bad weight shape"))?;
     if bias.len() != m {
         return Err(PassError::node(
@@ -135,8 +68,19 @@ pub fn quantize_dot(g: &mut Graph, id: NodeId, xmax: i64) -> Result<AccReport, P
             "deconvolution input must have zero point 0",
         ));
     }
-    let ch = weight_out_channel(&op, &wt.shape).expect("dot op");
-    let q = quantize_layer(&wt.to_f32_vec(), &bias, &*ch, s_in, zp_in, xmax);
+    let layout = WeightChannels::of(&op, &wshape).expect("dot op");
+    let w: Cow<[f32]> = match wt.as_f32() {
+        Some(w) => Cow::Borrowed(w),
+        None => Cow::Owned(wt.to_f32_vec()),
+    };
+    let q = quantize_layer(&w, &bias, layout, s_in, zp_in, xmax).ok_or_else(|| {
+        PassError::node(
+            PASS,
+            &name,
+            "weights do not split evenly into output channels",
+        )
+    })?;
+    drop(w);
     let bias_i32 = to_i32(&q.bias)
         .ok_or_else(|| PassError::node(PASS, &name, "quantized bias exceeds int32"))?;
     let unit: Vec<f64> = q
@@ -155,7 +99,7 @@ pub fn quantize_dot(g: &mut Graph, id: NodeId, xmax: i64) -> Result<AccReport, P
         g,
         &name,
         "weight_q",
-        wt.shape.clone(),
+        wshape,
         TensorData::I8(q.wq),
         Quant::PerChannel {
             axis,
@@ -223,7 +167,15 @@ pub fn quantize_scale(g: &mut Graph, id: NodeId) -> Result<(), PassError> {
         .ok_or_else(|| PassError::node(PASS, &name, "shift is not constant"))?
         .to_f32_vec();
     let c = w.len();
-    let (wq, scales) = quantize_weights(&w, c, &|i| i);
+    let scales: Vec<f32> = w
+        .iter()
+        .map(|x| weight_scale(std::slice::from_ref(x)))
+        .collect();
+    let wq: Vec<i8> = w
+        .iter()
+        .zip(&scales)
+        .map(|(&x, &s)| quantize_weight(x, s))
+        .collect();
     let bq: Vec<i64> = (0..c)
         .map(|i| (f64::from(b[i]) / (f64::from(s_in) * f64::from(scales[i]))).round() as i64)
         .collect();

@@ -16,6 +16,7 @@ pub mod dot;
 pub mod eltwise;
 pub mod params;
 pub mod requant;
+pub mod weights;
 
 use crate::calib::Stats;
 use crate::{CalibMethod, PassCtx, PassError};

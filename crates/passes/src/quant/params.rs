@@ -93,33 +93,43 @@ pub fn multiplier_value(m: Multiplier) -> f64 {
     f64::from(m.mult) / 2f64.powi(i32::from(m.shift))
 }
 
-/// Symmetric int8 quantization of `w` with one scale per output channel
-/// (`channel_of(i)` gives element i's channel; `m` channels). Zero channels get scale 1.
-pub fn quantize_weights(
-    w: &[f32],
-    m: usize,
-    channel_of: &dyn Fn(usize) -> usize,
-) -> (Vec<i8>, Vec<f32>) {
-    let mut amax = vec![0f32; m];
-    for (i, x) in w.iter().enumerate() {
-        let c = channel_of(i);
-        amax[c] = amax[c].max(x.abs());
+/// The symmetric int8 scale of one output channel's weights `w`: `max|w| / 127`
+/// (NaNs ignored); a zero channel gets scale 1.
+#[inline(always)]
+pub fn weight_scale(w: &[f32]) -> f32 {
+    let amax = w.iter().fold(0f32, |m, x| m.max(x.abs()));
+    if amax > 0.0 {
+        amax / 127.0
+    } else {
+        1.0
     }
-    let scales: Vec<f32> = amax
-        .iter()
-        .map(|&a| if a > 0.0 { a / 127.0 } else { 1.0 })
-        .collect();
-    let q = w
-        .iter()
-        .enumerate()
-        .map(|(i, x)| quantize_weight(*x, scales[channel_of(i)]))
-        .collect();
-    (q, scales)
 }
 
-/// One weight at a given scale (round half away from zero, clamp to [-127, 127]).
+/// `out[i] = quantize_weight(w[i], scale)`.
+#[inline(always)]
+pub fn quantize_weights_into(w: &[f32], scale: f32, out: &mut [i8]) {
+    out.iter_mut()
+        .zip(w)
+        .for_each(|(q, &x)| *q = quantize_weight(x, scale));
+}
+
+/// One weight at a given scale (round half away from zero, clamp to [-127, 127]; NaN
+/// gives 0). Written with a truncating conversion instead of `f32::round` (a libm
+/// call) so that loops over weights vectorise; the same integer for every input:
+/// `q - trunc(q)` is exact, and beyond 2^23 every f32 is an integer.
+#[inline(always)]
 pub fn quantize_weight(x: f32, scale: f32) -> i8 {
-    (x / scale).round().clamp(-127.0, 127.0) as i8
+    let q = x / scale;
+    let t = q as i32; // toward zero, saturating; NaN -> 0
+    let frac = q - t as f32;
+    let r = if frac >= 0.5 {
+        t.saturating_add(1)
+    } else if frac <= -0.5 {
+        t.saturating_sub(1)
+    } else {
+        t
+    };
+    r.clamp(-127, 127) as i8
 }
 
 #[cfg(test)]
@@ -182,10 +192,45 @@ mod tests {
     }
 
     #[test]
+    fn weight_rounding_is_f32_round() {
+        let by_round = |x: f32, s: f32| (x / s).round().clamp(-127.0, 127.0) as i8;
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            1.5,
+            -2.5,
+            0.499_999_97,
+            -0.499_999_97,
+            126.5,
+            127.49,
+            -127.5,
+            1e9,
+            -3e38,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            8_388_607.5,
+        ];
+        xs.extend((0..20_000).map(|i| (i as f32 - 10_000.0) * 0.013_7));
+        for &x in &xs {
+            for s in [1.0, 0.1, 3.0e-3, 7.0] {
+                assert_eq!(quantize_weight(x, s), by_round(x, s), "{x} / {s}");
+            }
+        }
+    }
+
+    #[test]
     fn weights_per_channel() {
         let w = [1.0, -0.5, 0.25, 0.0, 0.0, 0.0];
-        let (q, s) = quantize_weights(&w, 2, &|i| i / 3);
-        assert_eq!(q, vec![127, -64, 32, 0, 0, 0]);
+        let s: Vec<f32> = w.chunks(3).map(weight_scale).collect();
         assert_eq!(s, vec![1.0 / 127.0, 1.0]);
+        let mut q = [0i8; 6];
+        for ((wc, qc), &sc) in w.chunks(3).zip(q.chunks_mut(3)).zip(&s) {
+            quantize_weights_into(wc, sc, qc);
+        }
+        assert_eq!(q, [127, -64, 32, 0, 0, 0]);
+        assert_eq!(weight_scale(&[f32::NAN, -1.27]), 1.27f32 / 127.0);
     }
 }
