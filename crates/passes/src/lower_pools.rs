@@ -2,7 +2,10 @@
 //! (float-level rewrites, checked for equivalence by the float interpreter):
 //! - global average pool, and average pools without padding or partial windows, become
 //!   depthwise convolutions with constant `1/N` weights (exact in int8: every weight
-//!   quantizes to 127 with scale `1/(127 N)`);
+//!   quantizes to 127 with scale `1/(127 N)`); an average pool with one output pixel
+//!   whose window covers the whole input and whose padding does not count (ONNX
+//!   `count_include_pad=0`, e.g. a 7x7 window on a 6x6 map padded to 7x7) is a global
+//!   average pool and becomes the same conv;
 //! - max pools with an odd window `k > 3`, stride 1 and "same" padding `(k-1)/2`
 //!   become `(k-1)/2` cascaded 3x3 stride-1 max pools (exact: the max over a cascade
 //!   of windows is the max over their union);
@@ -46,6 +49,21 @@ pub fn lower_pools(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError> {
                 );
                 ctx.note(&name, "average pool -> depthwise conv with 1/N weights");
             }
+            Op::Pool(p)
+                if p.kind == PoolKind::Avg
+                    && pool_stage(&p, &shape).is_none()
+                    && avg_is_global(&p, &shape, &g.node(id).outputs[0].shape) =>
+            {
+                avg_as_conv(g, id, [shape[2], shape[3]], [1, 1], shape[1]);
+                ctx.note(
+                    &name,
+                    format!(
+                        "average pool {:?} with uncounted padding {:?} over the whole {}x{} \
+                         input -> global average pool -> depthwise conv with 1/N weights",
+                        p.kernel, p.pads, shape[2], shape[3]
+                    ),
+                );
+            }
             Op::Pool(p) if p.kind == PoolKind::Max && pool_stage(&p, &shape).is_none() => {
                 if let Some(n) = same_max_cascade(&p) {
                     cascade_max(g, id, x, n);
@@ -74,6 +92,24 @@ fn avg_is_plain(p: &PoolAttrs, shape: &[usize]) -> bool {
         && p.dilations.iter().all(|&d| d == 1)
         && exact
         && p.kernel.len() == 2
+}
+
+/// One output pixel whose window covers every input pixel, padding not counted: the
+/// average of the whole `H x W` map, a global average pool. Pads are
+/// `[top, left, bottom, right]`.
+fn avg_is_global(p: &PoolAttrs, shape: &[usize], out: &[usize]) -> bool {
+    let covers = (0..2).all(|i| {
+        let (begin, extent) = (p.pads[i], shape[2 + i]);
+        p.kernel[i] >= begin + extent
+    });
+    p.kernel.len() == 2
+        && p.pads.len() == 4
+        && out.len() == 4
+        && out[2] == 1
+        && out[3] == 1
+        && !p.count_include_pad
+        && p.dilations.iter().all(|&d| d == 1)
+        && covers
 }
 
 fn avg_as_conv(g: &mut Graph, id: NodeId, kernel: [usize; 2], strides: [usize; 2], c: usize) {

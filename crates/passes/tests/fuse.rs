@@ -232,3 +232,61 @@ fn pool_stays_behind_a_concat_someone_else_reads() {
     };
     assert!(d.pool.is_none());
 }
+
+/// An average pool whose one window covers a 6x6 map padded to 7x7, padding not
+/// counted (Inception-v1's last pool in the ONNX zoo): `avg`, or `avg` with the pad
+/// counted, or a window one short of the map.
+fn padded_whole_map_pool(count_include_pad: bool, kernel: usize) -> Graph {
+    let mut rng = Rng(41);
+    let mut g = Graph::new("gap7");
+    let x = input(&mut g, &[1, 3, 6, 6]);
+    let c = conv(&mut g, &mut rng, "conv", x, 4, 3, 1, 1);
+    let r = relu(&mut g, "relu", c);
+    let attrs = nnac_ir::PoolAttrs {
+        kind: PoolKind::Avg,
+        kernel: vec![kernel, kernel],
+        strides: vec![1, 1],
+        pads: vec![0, 0, 1, 1],
+        dilations: vec![1, 1],
+        ceil_mode: false,
+        count_include_pad,
+    };
+    let p = node(&mut g, "pool", Op::Pool(attrs), &[r]);
+    out(&mut g, p);
+    g
+}
+
+#[test]
+fn pool_over_the_whole_padded_map_is_a_global_average_pool() {
+    let g = padded_whole_map_pool(false, 7);
+    let mut lowered = g.clone();
+    run_passes(&mut lowered, &FLOAT_PASSES, &PassOptions::default()).unwrap();
+    let mut rng = Rng(42);
+    let frames: Vec<_> = (0..3).map(|_| frame(&mut rng, &[1, 3, 6, 6])).collect();
+    assert_equivalent(&g, &lowered, &frames, 1e-5);
+    let f = fuse(&g);
+    assert_eq!(mnemonics(&f), vec!["nna.conv", "nna.conv"]);
+    let NnaOp::Dot(d) = nna(&f, "pool") else {
+        panic!("the pool is not a dot op")
+    };
+    let DotKind::Conv(a) = &d.kind else {
+        panic!("the pool is not a conv")
+    };
+    assert_eq!((a.kernel.as_slice(), a.group), ([6, 6].as_slice(), 4));
+    let done = compile_graph(g, &frames, &PassOptions::default()).unwrap();
+    assert!(done.report.host_ops.is_empty());
+}
+
+#[test]
+fn pool_counting_its_padding_or_missing_a_row_is_not_global() {
+    // The padding counted divides by 49, not 36; a 6x6 window with padding 1 gives 2x2.
+    for (counted, k) in [(true, 7), (false, 6)] {
+        let f = fuse(&padded_whole_map_pool(counted, k));
+        let pool = f.find("pool").unwrap();
+        assert!(
+            matches!(f.node(pool).op, Op::Nna(NnaOp::Host(_))),
+            "count_include_pad={counted} kernel={k}: {:?}",
+            f.node(pool).op
+        );
+    }
+}
