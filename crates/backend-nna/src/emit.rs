@@ -5,7 +5,9 @@ use crate::error::{emit_err, BackendError};
 use crate::job::{DotOpcode, Job, JobKind, Loc, Tile};
 use crate::sync::Access;
 use nnac_isa::checks::check_instr;
+use nnac_isa::hazard::footprint;
 use nnac_isa::{HwConfig, Instr};
+use std::collections::BTreeSet;
 
 /// SRAM address of buffer `b` plus `off`, as the 28-bit field type.
 fn addr(addrs: &[u64], loc: Loc, off: u64) -> u32 {
@@ -106,17 +108,29 @@ pub struct Emitted {
 }
 
 /// All instructions (without flags and STOP), checked, with the buffers each one
-/// reads and writes.
-pub fn emit(jobs: &[Job], addrs: &[u64], hw: &HwConfig) -> Result<Emitted, BackendError> {
+/// reads and writes; an instruction touching a buffer of `banded` (moved by DMA in
+/// bands of rows) also gets its exact SRAM bytes ([`Access::bytes`]).
+pub fn emit(
+    jobs: &[Job],
+    addrs: &[u64],
+    hw: &HwConfig,
+    banded: &BTreeSet<usize>,
+) -> Result<Emitted, BackendError> {
     let mut out = Vec::new();
     let mut access = Vec::new();
     let mut of_job = Vec::new();
     for (j, job) in jobs.iter().enumerate() {
         let (reads, writes) = job.kind.access();
+        let exact = reads.iter().chain(&writes).any(|b| banded.contains(b));
         for ins in job_instrs(job, addrs, hw) {
+            let bytes = exact.then(|| {
+                let f = footprint(&ins, hw);
+                Box::new((f.sram_reads, f.sram_writes))
+            });
             access.push(Access {
                 reads: reads.clone(),
                 writes: writes.clone(),
+                bytes,
             });
             check_instr(&ins, hw)
                 .map_err(|e| emit_err(&job.node, format!("{}: {e}", ins.mnemonic())))?;

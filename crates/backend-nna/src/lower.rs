@@ -17,6 +17,12 @@ use std::collections::{BTreeMap, BTreeSet};
 const DMA_CHUNK: u64 = 1 << 19;
 /// Alignment of DRAM image parts and I/O tensors.
 pub const DRAM_ALIGN: u64 = 64;
+/// Most bands of rows an activation is written out in ([`Walk::dma_bands`]): every
+/// band's DMA holds a dependency flag until its tiles are done.
+const MAX_BANDS: u32 = 16;
+/// Latency of one DMA instruction assumed when choosing the bands (the timing
+/// model's, docs/PERFORMANCE.md 1.2).
+const DMA_LATENCY_S: f64 = 100e-9;
 
 /// Everything the walk produces.
 pub struct Lowered {
@@ -33,6 +39,11 @@ pub struct Lowered {
     pub sp: SpillState,
     /// Host ops, in execution order (`lower_host.rs`).
     pub host_ops: Vec<HostOp>,
+    /// Buffers moved to or from DRAM by several DMAs of bands of rows
+    /// ([`Walk::dma_bands`]): the instructions touching them are ordered by their
+    /// exact bytes (`sync::Access::bytes`), so each band's DMA waits only for the
+    /// tiles of that band.
+    pub banded: BTreeSet<usize>,
 }
 
 /// An activation value: its layout and buffer.
@@ -58,9 +69,9 @@ pub struct Walk<'g> {
     pub vals: BTreeMap<NodeId, Placed>,
     pub step: usize,
     pub unsupported: Vec<(String, String)>,
-    /// Job index of the DMA of every I/O descriptor (`None`: the tensor is the DRAM
-    /// home of a spilled value, no DMA).
-    io_jobs: Vec<Option<usize>>,
+    /// Job indices of the DMAs of every I/O descriptor (none: the tensor is the DRAM
+    /// home of a spilled value, no DMA); their `dram_addr` is relative to the tensor.
+    io_jobs: Vec<Vec<usize>>,
     /// Producers that write straight into a concatenation: `(concat, channel offset)`.
     pub(crate) slots: BTreeMap<NodeId, (NodeId, u32)>,
     /// Values in DRAM, host ops and scratch tensors (`lower_host.rs`).
@@ -84,6 +95,7 @@ impl<'g> Walk<'g> {
                 acc_risk: Vec::new(),
                 sp: SpillState::default(),
                 host_ops: Vec::new(),
+                banded: BTreeSet::new(),
             },
             vals: BTreeMap::new(),
             step: 0,
@@ -399,16 +411,15 @@ impl<'g> Walk<'g> {
     /// Puts the I/O tensors after the DRAM image, in descriptor order.
     fn place_io(&mut self) {
         let mut end = self.out.dram.len() as u64;
-        for (d, &j) in self.out.io.iter_mut().zip(&self.io_jobs) {
+        for (d, jobs) in self.out.io.iter_mut().zip(&self.io_jobs) {
             d.dram_addr = end.div_ceil(DRAM_ALIGN) * DRAM_ALIGN;
             end = d.dram_addr + io_bytes(d);
-            let Some(j) = j else {
-                continue;
-            };
-            if let JobKind::Read { dma, .. } | JobKind::Write { dma, .. } =
-                &mut self.out.jobs[j].kind
-            {
-                dma.dram_addr = d.dram_addr;
+            for &j in jobs {
+                if let JobKind::Read { dma, .. } | JobKind::Write { dma, .. } =
+                    &mut self.out.jobs[j].kind
+                {
+                    dma.dram_addr += d.dram_addr;
+                }
             }
         }
     }
@@ -475,7 +486,7 @@ impl<'g> Walk<'g> {
             let shape = self.g.node(id).outputs[0].shape.clone();
             let desc = self.io_desc(&name, IoDir::Input, &act, &shape);
             self.out.io.push(desc);
-            self.io_jobs.push(None);
+            self.io_jobs.push(Vec::new());
             self.spilled_input(id, act, self.out.io.len() - 1);
             return Ok(());
         }
@@ -487,9 +498,9 @@ impl<'g> Walk<'g> {
             &p.act,
             &self.g.node(id).outputs[0].shape,
         );
-        let dma = Self::act_dma(&p.act, desc.dram_addr);
+        let dma = Self::act_dma(&p.act, 0);
         self.out.io.push(desc);
-        self.io_jobs.push(Some(self.out.jobs.len()));
+        self.io_jobs.push(vec![self.out.jobs.len()]);
         self.out.jobs.push(Job {
             node: name,
             kind: JobKind::Read { loc: p.loc(), dma },
@@ -500,7 +511,7 @@ impl<'g> Walk<'g> {
     fn outputs(&mut self) -> Result<(), BackendError> {
         for (k, o) in self.g.outputs().to_vec().into_iter().enumerate() {
             if self.host_graph_output(&o.name, o.value) {
-                self.io_jobs.push(None);
+                self.io_jobs.push(Vec::new());
                 continue;
             }
             let src = self.source(o.value).ok_or_else(|| {
@@ -517,20 +528,114 @@ impl<'g> Walk<'g> {
                     let dma = Self::act_dma(&h.act, 0);
                     self.out.io.push(desc);
                     let j = self.spilled_output(k, &h, dma);
-                    self.io_jobs.push(j);
+                    self.io_jobs.push(j.into_iter().collect());
                     continue;
                 }
             };
             let desc = self.io_desc(&o.name, IoDir::Output, &p.act, &shape);
-            let dma = Self::act_dma(&p.act, desc.dram_addr);
             self.out.io.push(desc);
-            self.io_jobs.push(Some(self.out.jobs.len()));
-            self.out.jobs.push(Job {
-                node: o.name.clone(),
-                kind: JobKind::Write { loc: p.loc(), dma },
-            });
+            let jobs = self.dma_bands(&o.name, &p, false);
+            self.io_jobs.push(jobs);
         }
         Ok(())
+    }
+
+    /// DMAs moving the whole activation `p` between SRAM and a dense DRAM tensor
+    /// (`dram_addr` relative to the tensor): a write (`to_sram` false) of a value
+    /// whose producers finish it in several pixel tiles goes out in bands of rows,
+    /// each band one DMA of `C` rows (one per channel plane, SRAM stride the channel
+    /// pitch, DRAM stride the tensor's), so that band `i` moves while band `i + 1`
+    /// computes; otherwise one DMA. Returns the job indices.
+    pub(crate) fn dma_bands(&mut self, node: &str, p: &Placed, to_sram: bool) -> Vec<usize> {
+        let a = &p.act;
+        let n = if to_sram { 1 } else { self.write_bands(p) };
+        if n > 1 {
+            self.out.banded.insert(p.buf);
+        }
+        let rows = a.h.div_ceil(n);
+        let mut jobs = Vec::new();
+        let mut y0 = 0;
+        while y0 < a.h {
+            let r = rows.min(a.h - y0);
+            let mut dma = if n > 1 {
+                a.rows_dma(y0, r, a.chan_pitch)
+            } else {
+                Self::act_dma(a, 0)
+            };
+            dma.sram_addr = y0 * a.row_pitch;
+            jobs.push(self.out.jobs.len());
+            let loc = p.loc();
+            self.out.jobs.push(Job {
+                node: node.to_string(),
+                kind: if to_sram {
+                    JobKind::Read { loc, dma }
+                } else {
+                    JobKind::Write { loc, dma }
+                },
+            });
+            y0 += r;
+        }
+        jobs
+    }
+
+    /// How many bands of rows to write `p` out in: 1 unless `p` is planar (dense
+    /// rows and planes) and the compute job that last writes its buffer finishes it
+    /// in several pixel tiles (`job::tiles` is pixel-major). Then the count, up to
+    /// one band per pixel group, [`MAX_BANDS`] and the rows, that ends the last
+    /// band's DMA soonest when the job's tiles finish at a steady rate (estimated
+    /// by [`tile_cycles`]) and each DMA costs its bytes plus a fixed latency: more
+    /// bands shorten the tail after the last tile but pay more latencies.
+    fn write_bands(&self, p: &Placed) -> u32 {
+        let a = &p.act;
+        let planar = a.pix_pitch == 1 && a.row_pitch == a.w && a.chan_pitch == a.h * a.w;
+        if !planar || a.h < 2 {
+            return 1;
+        }
+        let Some(job) = self.out.jobs.iter().rev().find(|j| {
+            matches!(
+                j.kind,
+                JobKind::Dot { .. } | JobKind::Scale { .. } | JobKind::Eltwise { .. }
+            ) && j.kind.access().1.contains(&p.buf)
+        }) else {
+            return 1;
+        };
+        let tiles = match &job.kind {
+            JobKind::Dot { tiles, .. }
+            | JobKind::Scale { tiles, .. }
+            | JobKind::Eltwise { tiles, .. } => tiles.as_slice(),
+            _ => &[],
+        };
+        let mut starts: Vec<u32> = tiles.iter().map(|t| t.pix_start).collect();
+        starts.dedup();
+        let most = (starts.len() as u32).min(a.h).min(MAX_BANDS);
+        if most < 2 {
+            return 1;
+        }
+        let compute: f64 = tiles.iter().map(|t| tile_cycles(&job.kind, t)).sum();
+        let hw = self.hw;
+        let per_byte = hw.clock_hz as f64 / hw.dram_bytes_per_s().max(1) as f64;
+        let latency = hw.clock_hz as f64 * DMA_LATENCY_S;
+        let bytes = f64::from(a.c) * f64::from(a.pixels());
+        // End of the last band's DMA, the job starting at 0 (bands of equal rows).
+        let finish = |n: u32| {
+            let rows = a.h.div_ceil(n);
+            let (mut end, mut y0) = (0f64, 0);
+            while y0 < a.h {
+                let r = rows.min(a.h - y0);
+                let ready = compute * f64::from(y0 + r) / f64::from(a.h);
+                end = end.max(ready) + latency + per_byte * bytes * f64::from(r) / f64::from(a.h);
+                y0 += r;
+            }
+            end
+        };
+        let mut best = (finish(1), 1);
+        for n in 2..=most {
+            let f = finish(n);
+            if f < best.0 {
+                best = (f, n);
+            }
+        }
+        best.1
     }
 
     /// The DMA moving a whole activation between DRAM (dense NCHW, the same layout)
@@ -560,6 +665,26 @@ impl<'g> Walk<'g> {
             scale: a.scale,
             zero_point: a.zero_point,
         }
+    }
+}
+
+/// Rough MAC-array cycles of one tile of a compute job (docs/PERFORMANCE.md 1.3,
+/// 1.5): a dot product's terms per pass or its unload rows, whichever is more (a
+/// grouped convolution runs a pass per group); SCALE and ELTWISE a row per channel.
+fn tile_cycles(kind: &JobKind, t: &crate::job::Tile) -> f64 {
+    let passes = f64::from(t.pix_count.div_ceil(96).max(1));
+    match kind {
+        JobKind::Dot { t: d, .. } => {
+            let terms = f64::from(d.in_c / d.groups.max(1) * d.kernel_h * d.kernel_w);
+            let rows = f64::from(t.c_count);
+            passes
+                * if d.groups > 1 {
+                    rows * terms.max(1.0)
+                } else {
+                    terms.max(rows)
+                }
+        }
+        _ => passes * f64::from(t.c_count),
     }
 }
 
