@@ -231,7 +231,7 @@ pub fn lower(
         let mut jobs = low.jobs.clone();
         let mut bufs = low.bufs.clone();
         early = prefetch::lookahead(&mut bufs, &placed.addrs, &mut jobs, &low.sp, w, body_job);
-        let e = emit::emit(&jobs, &placed.addrs, hw, &low.banded)?;
+        let e = emit::emit(&jobs, &placed.addrs, hw, &low.banded, &low.read_bands)?;
         let mut instrs = e.instrs.clone();
         assigned = if opts.serialise {
             None

@@ -239,3 +239,42 @@ fn graph_output_in_row_tiles_is_written_band_by_band() {
     assert!(waits[..waits.len() - 1].iter().all(|w| w.unwrap() < last));
     assert!(assert_bit_exact(&q, &p, 3, &shape) > 0);
 }
+
+#[test]
+fn host_result_read_by_row_tiles_comes_back_band_by_band() {
+    // The LRN's 32 x 48 x 48 result is read back for conv2 (24 pixel tiles of two
+    // rows): in bands of rows, the first tiles starting after the first bands.
+    let mut rng = Rng(13);
+    let mut g = Graph::new("read_bands");
+    let x = input(&mut g, &[1, 8, 48, 48]);
+    let c = conv(&mut g, &mut rng, "conv1", x, 32, 1, 1, 1);
+    let n = lrn(&mut g, "norm1", c);
+    let c2 = conv(&mut g, &mut rng, "conv2", n, 32, 3, 1, 1);
+    g.add_output("y", c2);
+    let p = compile_and_check(g, &[1, 8, 48, 48]);
+    // The body's second segment: after the STOP before the LRN.
+    let start = p.body_start()
+        + p.instrs[p.body_start()..]
+            .iter()
+            .position(|i| matches!(i, Instr::Stop(_)))
+            .unwrap()
+        + 1;
+    let seg = &p.instrs[start..];
+    let reads: Vec<usize> = (0..seg.len())
+        .filter(|&k| matches!(&seg[k], Instr::DmaRead(d) if d.rows == 32 && d.row_len % 48 == 0))
+        .collect();
+    assert!(reads.len() > 1, "one DMA_READ of the LRN result");
+    let first = seg
+        .iter()
+        .position(|i| matches!(i, Instr::Conv(_)))
+        .unwrap();
+    let waits = &seg[first].flags().wait_set;
+    let setter = seg[..first]
+        .iter()
+        .rposition(|i| i.flags().set.iter().any(|f| waits.contains(f)))
+        .unwrap();
+    assert!(
+        setter < *reads.last().unwrap(),
+        "the first tile waits for the last band ({setter}, reads {reads:?})"
+    );
+}
