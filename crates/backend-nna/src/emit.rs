@@ -1,14 +1,14 @@
 //! Instruction emission: jobs with placed buffers become instructions (one per tile),
 //! every instruction is checked with `nnac_isa::checks::check_instr`.
 
-use crate::act::Act;
+use crate::bands::ReadBands;
 use crate::error::{emit_err, BackendError};
 use crate::job::{DotOpcode, Job, JobKind, Loc, Tile};
 use crate::sync::Access;
 use nnac_isa::checks::check_instr;
 use nnac_isa::hazard::footprint;
 use nnac_isa::{HwConfig, Instr};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// SRAM address of buffer `b` plus `off`, as the 28-bit field type.
 fn addr(addrs: &[u64], loc: Loc, off: u64) -> u32 {
@@ -41,12 +41,7 @@ fn dot_tile(
 
 /// The instructions of one job; a read of a buffer of `read_bands` is one DMA per
 /// band of rows (`C` rows each, the channel pitch as both strides).
-fn job_instrs(
-    job: &Job,
-    addrs: &[u64],
-    hw: &HwConfig,
-    read_bands: &BTreeMap<usize, (Act, u32)>,
-) -> Vec<Instr> {
+fn job_instrs(job: &Job, addrs: &[u64], hw: &HwConfig, read_bands: &ReadBands) -> Vec<Instr> {
     match &job.kind {
         JobKind::Read { loc, dma } => {
             let mut d = dma.clone();
@@ -136,7 +131,7 @@ pub fn emit(
     addrs: &[u64],
     hw: &HwConfig,
     banded: &BTreeSet<usize>,
-    read_bands: &BTreeMap<usize, (Act, u32)>,
+    read_bands: &ReadBands,
 ) -> Result<Emitted, BackendError> {
     let mut out = Vec::new();
     let mut access = Vec::new();

@@ -17,12 +17,6 @@ use std::collections::{BTreeMap, BTreeSet};
 const DMA_CHUNK: u64 = 1 << 19;
 /// Alignment of DRAM image parts and I/O tensors.
 pub const DRAM_ALIGN: u64 = 64;
-/// Most bands of rows an activation is written out in ([`Walk::dma_bands`]): every
-/// band's DMA holds a dependency flag until its tiles are done.
-const MAX_BANDS: u32 = 16;
-/// Latency of one DMA instruction assumed when choosing the bands (the timing
-/// model's, docs/PERFORMANCE.md 1.2).
-const DMA_LATENCY_S: f64 = 100e-9;
 
 /// Everything the walk produces.
 pub struct Lowered {
@@ -39,15 +33,14 @@ pub struct Lowered {
     pub sp: SpillState,
     /// Host ops, in execution order (`lower_host.rs`).
     pub host_ops: Vec<HostOp>,
-    /// Buffers moved to or from DRAM by several DMAs of bands of rows
+    /// Buffers written to DRAM by several DMAs of bands of rows
     /// ([`Walk::dma_bands`]): the instructions touching them are ordered by their
     /// exact bytes (`sync::Access::bytes`), so each band's DMA waits only for the
     /// tiles of that band.
     pub banded: BTreeSet<usize>,
-    /// Buffers whose one whole-tensor DMA_READ is emitted as several DMAs of bands
-    /// of rows (the graph input, host-op results; [`Walk::band_reads`]): the tensor
-    /// layout and the rows of a band.
-    pub read_bands: BTreeMap<usize, (Act, u32)>,
+    /// Buffers read whole from DRAM (the graph input, host-op results) that
+    /// `bands::reads` may read in bands of rows instead, with their layout.
+    pub read_cands: Vec<(usize, Act)>,
 }
 
 /// An activation value: its layout and buffer.
@@ -82,9 +75,6 @@ pub struct Walk<'g> {
     pub host: HostState,
     /// Values stored HWC for the global pool that is their one reader (`gap.rs`).
     hwc: BTreeSet<NodeId>,
-    /// Activations read whole from DRAM that may be read in bands instead
-    /// ([`Walk::band_reads`]).
-    pub(crate) read_cands: Vec<Placed>,
 }
 
 impl<'g> Walk<'g> {
@@ -103,7 +93,7 @@ impl<'g> Walk<'g> {
                 sp: SpillState::default(),
                 host_ops: Vec::new(),
                 banded: BTreeSet::new(),
-                read_bands: BTreeMap::new(),
+                read_cands: Vec::new(),
             },
             vals: BTreeMap::new(),
             step: 0,
@@ -112,7 +102,6 @@ impl<'g> Walk<'g> {
             slots: BTreeMap::new(),
             hwc: BTreeSet::new(),
             host: HostState::default(),
-            read_cands: Vec::new(),
         }
     }
 
@@ -414,7 +403,6 @@ impl<'g> Walk<'g> {
         self.place_io();
         self.resolve_homes();
         self.out.host_ops = self.finish_host();
-        self.band_reads();
         Ok(self.out)
     }
 
@@ -515,7 +503,7 @@ impl<'g> Walk<'g> {
             node: name,
             kind: JobKind::Read { loc: p.loc(), dma },
         });
-        self.read_cands.push(p);
+        self.read_cand(&p);
         Ok(())
     }
 
@@ -559,7 +547,11 @@ impl<'g> Walk<'g> {
     /// computes; otherwise one DMA. Returns the job indices.
     pub(crate) fn dma_bands(&mut self, node: &str, p: &Placed, to_sram: bool) -> Vec<usize> {
         let a = &p.act;
-        let n = if to_sram { 1 } else { self.write_bands(p) };
+        let n = if to_sram {
+            1
+        } else {
+            crate::bands::write_count(&self.out.jobs, p, self.hw)
+        };
         if n > 1 {
             self.out.banded.insert(p.buf);
         }
@@ -589,127 +581,11 @@ impl<'g> Walk<'g> {
         jobs
     }
 
-    /// Chooses which whole-tensor reads of [`Walk::read_cands`] run in bands of rows
-    /// (`Lowered::read_bands`): those whose first compute reader starts on its first
-    /// rows sooner that way (its tiles are pixel-major; a tile needs the input rows
-    /// its kernel windows reach). Like [`Walk::write_bands`], the count ends the
-    /// reader soonest under a steady-rate estimate of its tiles and the DMA latency.
-    fn band_reads(&mut self) {
-        for p in std::mem::take(&mut self.read_cands) {
-            let a = &p.act;
-            let planar = a.pix_pitch == 1 && a.row_pitch == a.w && a.chan_pitch == a.h * a.w;
-            if !planar || a.h < 2 || p.off != 0 {
-                continue;
-            }
-            let Some(job) = self.out.jobs.iter().find(|j| {
-                matches!(
-                    j.kind,
-                    JobKind::Dot { .. } | JobKind::Scale { .. } | JobKind::Eltwise { .. }
-                ) && j.kind.access().0.contains(&p.buf)
-            }) else {
-                continue;
-            };
-            // Per pixel group of the reader: its cycles and the input rows it needs.
-            let mut groups: Vec<(f64, u32)> = Vec::new();
-            let mut last_start = None;
-            for t in job_tiles(&job.kind) {
-                let need = need_rows(&job.kind, t, a.h);
-                let c = tile_cycles(&job.kind, t);
-                match groups.last_mut() {
-                    Some(g) if last_start == Some(t.pix_start) => {
-                        g.0 += c;
-                        g.1 = g.1.max(need);
-                    }
-                    _ => groups.push((c, need)),
-                }
-                last_start = Some(t.pix_start);
-            }
-            let most = (groups.len() as u32).min(a.h).min(MAX_BANDS);
-            if most < 2 {
-                continue;
-            }
-            let (per_byte, latency) = dma_costs(self.hw);
-            let row_bytes = f64::from(a.c) * f64::from(a.w);
-            // End of the reader's last tile, the reads starting at 0.
-            let finish = |n: u32| {
-                let rows = a.h.div_ceil(n);
-                let (mut end, mut band_end, mut done) = (0f64, 0f64, 0u32);
-                for &(c, need) in &groups {
-                    while done < need {
-                        let r = rows.min(a.h - done);
-                        band_end += latency + per_byte * row_bytes * f64::from(r);
-                        done += r;
-                    }
-                    end = end.max(band_end) + c;
-                }
-                end
-            };
-            let mut best = (finish(1), 1);
-            for n in 2..=most {
-                let f = finish(n);
-                if f < best.0 {
-                    best = (f, n);
-                }
-            }
-            if best.1 > 1 {
-                self.out.banded.insert(p.buf);
-                let rows = a.h.div_ceil(best.1);
-                self.out.read_bands.insert(p.buf, (a.clone(), rows));
-            }
+    /// Records `p`, read whole from DRAM by one DMA, for `bands::reads`.
+    pub(crate) fn read_cand(&mut self, p: &Placed) {
+        if p.off == 0 && crate::bands::planar(&p.act) {
+            self.out.read_cands.push((p.buf, p.act.clone()));
         }
-    }
-
-    /// How many bands of rows to write `p` out in: 1 unless `p` is planar (dense
-    /// rows and planes) and the compute job that last writes its buffer finishes it
-    /// in several pixel tiles (`job::tiles` is pixel-major). Then the count, up to
-    /// one band per pixel group, [`MAX_BANDS`] and the rows, that ends the last
-    /// band's DMA soonest when the job's tiles finish at a steady rate (estimated
-    /// by [`tile_cycles`]) and each DMA costs its bytes plus a fixed latency: more
-    /// bands shorten the tail after the last tile but pay more latencies.
-    fn write_bands(&self, p: &Placed) -> u32 {
-        let a = &p.act;
-        let planar = a.pix_pitch == 1 && a.row_pitch == a.w && a.chan_pitch == a.h * a.w;
-        if !planar || a.h < 2 {
-            return 1;
-        }
-        let Some(job) = self.out.jobs.iter().rev().find(|j| {
-            matches!(
-                j.kind,
-                JobKind::Dot { .. } | JobKind::Scale { .. } | JobKind::Eltwise { .. }
-            ) && j.kind.access().1.contains(&p.buf)
-        }) else {
-            return 1;
-        };
-        let tiles = job_tiles(&job.kind);
-        let mut starts: Vec<u32> = tiles.iter().map(|t| t.pix_start).collect();
-        starts.dedup();
-        let most = (starts.len() as u32).min(a.h).min(MAX_BANDS);
-        if most < 2 {
-            return 1;
-        }
-        let compute: f64 = tiles.iter().map(|t| tile_cycles(&job.kind, t)).sum();
-        let (per_byte, latency) = dma_costs(self.hw);
-        let bytes = f64::from(a.c) * f64::from(a.pixels());
-        // End of the last band's DMA, the job starting at 0 (bands of equal rows).
-        let finish = |n: u32| {
-            let rows = a.h.div_ceil(n);
-            let (mut end, mut y0) = (0f64, 0);
-            while y0 < a.h {
-                let r = rows.min(a.h - y0);
-                let ready = compute * f64::from(y0 + r) / f64::from(a.h);
-                end = end.max(ready) + latency + per_byte * bytes * f64::from(r) / f64::from(a.h);
-                y0 += r;
-            }
-            end
-        };
-        let mut best = (finish(1), 1);
-        for n in 2..=most {
-            let f = finish(n);
-            if f < best.0 {
-                best = (f, n);
-            }
-        }
-        best.1
     }
 
     /// The DMA moving a whole activation between DRAM (dense NCHW, the same layout)
@@ -739,62 +615,6 @@ impl<'g> Walk<'g> {
             scale: a.scale,
             zero_point: a.zero_point,
         }
-    }
-}
-
-/// The tiles of a compute job (none for the others).
-fn job_tiles(kind: &JobKind) -> &[crate::job::Tile] {
-    match kind {
-        JobKind::Dot { tiles, .. }
-        | JobKind::Scale { tiles, .. }
-        | JobKind::Eltwise { tiles, .. } => tiles,
-        _ => &[],
-    }
-}
-
-/// DMA cycles per byte and per instruction (latency) on `hw`.
-fn dma_costs(hw: &HwConfig) -> (f64, f64) {
-    let per_byte = hw.clock_hz as f64 / hw.dram_bytes_per_s().max(1) as f64;
-    (per_byte, hw.clock_hz as f64 * DMA_LATENCY_S)
-}
-
-/// How many input rows (from the top, of `h`) tile `t` of a compute job reads: a
-/// convolution's kernel windows of its output rows, the same rows for SCALE and
-/// ELTWISE, all of them for a pooled dot product, DECONV and INNER_PRODUCT.
-fn need_rows(kind: &JobKind, t: &crate::job::Tile, h: u32) -> u32 {
-    let last = |w: u32| (t.pix_start + t.pix_count.max(1) - 1) / w.max(1);
-    match kind {
-        JobKind::Dot {
-            opcode: crate::job::DotOpcode::Conv,
-            t: d,
-            ..
-        } if d.pool == nnac_isa::PoolKind::None => {
-            let bottom = last(d.out_w) * d.stride_h + (d.kernel_h - 1) * d.dil_h + 1;
-            bottom.saturating_sub(d.pad_top).min(h)
-        }
-        JobKind::Scale { t: s, .. } => (last(s.w) + 1).min(h),
-        JobKind::Eltwise { t: e, .. } => (last(e.w) + 1).min(h),
-        _ => h,
-    }
-}
-
-/// Rough MAC-array cycles of one tile of a compute job (docs/PERFORMANCE.md 1.3,
-/// 1.5): a dot product's terms per pass or its unload rows, whichever is more (a
-/// grouped convolution runs a pass per group); SCALE and ELTWISE a row per channel.
-fn tile_cycles(kind: &JobKind, t: &crate::job::Tile) -> f64 {
-    let passes = f64::from(t.pix_count.div_ceil(96).max(1));
-    match kind {
-        JobKind::Dot { t: d, .. } => {
-            let terms = f64::from(d.in_c / d.groups.max(1) * d.kernel_h * d.kernel_w);
-            let rows = f64::from(t.c_count);
-            passes
-                * if d.groups > 1 {
-                    rows * terms.max(1.0)
-                } else {
-                    terms.max(rows)
-                }
-        }
-        _ => passes * f64::from(t.c_count),
     }
 }
 

@@ -287,7 +287,7 @@ impl Walk<'_> {
                 node: name.clone(),
                 kind: JobKind::Read { loc: p.loc(), dma },
             });
-            self.read_cands.push(p);
+            self.read_cand(&p);
         }
         self.out
             .layers

@@ -4,7 +4,9 @@
 //! writes, each instruction `j` waits for the latest instruction `i < j` of the other
 //! queue whose buffers overlap its own with at least one write (RAW, WAR, WAW), unless
 //! an earlier instruction of its queue already waited for `i` or later. Such an edge
-//! gets a flag: `i` sets it, `j` waits for it and clears it. A flag is reused for a
+//! gets a flag: `i` sets it, `j` waits for it and clears it. Two instructions that
+//! both carry their exact SRAM bytes ([`Access::bytes`]: those touching a buffer
+//! moved by DMA in bands of rows) overlap only if those bytes meet. A flag is reused for a
 //! later edge `(i', j')` only if its previous waiter `j` ran on `j'`'s queue (so `j'`
 //! starts after `j` cleared it and never sees the old set state) and lies before `i'`
 //! in program order; `i'` (on the previous setter's queue) waits until the flag is
