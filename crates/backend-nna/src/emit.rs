@@ -1,11 +1,14 @@
 //! Instruction emission: jobs with placed buffers become instructions (one per tile),
 //! every instruction is checked with `nnac_isa::checks::check_instr`.
 
+use crate::bands::ReadBands;
 use crate::error::{emit_err, BackendError};
 use crate::job::{DotOpcode, Job, JobKind, Loc, Tile};
 use crate::sync::Access;
 use nnac_isa::checks::check_instr;
+use nnac_isa::hazard::footprint;
 use nnac_isa::{HwConfig, Instr};
+use std::collections::BTreeSet;
 
 /// SRAM address of buffer `b` plus `off`, as the 28-bit field type.
 fn addr(addrs: &[u64], loc: Loc, off: u64) -> u32 {
@@ -36,13 +39,28 @@ fn dot_tile(
     d
 }
 
-/// The instructions of one job.
-fn job_instrs(job: &Job, addrs: &[u64], hw: &HwConfig) -> Vec<Instr> {
+/// The instructions of one job; a read of a buffer of `read_bands` is one DMA per
+/// band of rows (`C` rows each, the channel pitch as both strides).
+fn job_instrs(job: &Job, addrs: &[u64], hw: &HwConfig, read_bands: &ReadBands) -> Vec<Instr> {
     match &job.kind {
         JobKind::Read { loc, dma } => {
             let mut d = dma.clone();
             d.sram_addr = addr(addrs, *loc, u64::from(dma.sram_addr));
-            vec![Instr::DmaRead(d)]
+            let Some((a, rows)) = read_bands.get(&loc.0) else {
+                return vec![Instr::DmaRead(d)];
+            };
+            (0..a.h)
+                .step_by(*rows as usize)
+                .map(|y0| {
+                    let band = a.rows_dma(y0, (*rows).min(a.h - y0), a.chan_pitch);
+                    let off = u64::from(y0) * u64::from(a.row_pitch);
+                    Instr::DmaRead(nnac_isa::Dma {
+                        dram_addr: d.dram_addr + off,
+                        sram_addr: d.sram_addr + off as u32,
+                        ..band
+                    })
+                })
+                .collect()
         }
         JobKind::Write { loc, dma } => {
             let mut d = dma.clone();
@@ -106,17 +124,30 @@ pub struct Emitted {
 }
 
 /// All instructions (without flags and STOP), checked, with the buffers each one
-/// reads and writes.
-pub fn emit(jobs: &[Job], addrs: &[u64], hw: &HwConfig) -> Result<Emitted, BackendError> {
+/// reads and writes; an instruction touching a buffer of `banded` (moved by DMA in
+/// bands of rows) also gets its exact SRAM bytes ([`Access::bytes`]).
+pub fn emit(
+    jobs: &[Job],
+    addrs: &[u64],
+    hw: &HwConfig,
+    banded: &BTreeSet<usize>,
+    read_bands: &ReadBands,
+) -> Result<Emitted, BackendError> {
     let mut out = Vec::new();
     let mut access = Vec::new();
     let mut of_job = Vec::new();
     for (j, job) in jobs.iter().enumerate() {
         let (reads, writes) = job.kind.access();
-        for ins in job_instrs(job, addrs, hw) {
+        let exact = reads.iter().chain(&writes).any(|b| banded.contains(b));
+        for ins in job_instrs(job, addrs, hw, read_bands) {
+            let bytes = exact.then(|| {
+                let f = footprint(&ins, hw);
+                Box::new((f.sram_reads, f.sram_writes))
+            });
             access.push(Access {
                 reads: reads.clone(),
                 writes: writes.clone(),
+                bytes,
             });
             check_instr(&ins, hw)
                 .map_err(|e| emit_err(&job.node, format!("{}: {e}", ins.mnemonic())))?;

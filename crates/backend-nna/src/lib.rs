@@ -14,7 +14,8 @@
 //!
 //! Host ops (`lower_host.rs`): ops the NNA has no instruction for run on the host
 //! between segments; their operands go to DRAM before a STOP and their results come
-//! back by DMA only when an NNA op reads them.
+//! back by DMA only when an NNA op reads them, in bands of rows when the tiles of
+//! their producer (reader) finish (start) band by band.
 //!
 //! When the buffers do not fit in SRAM (docs/ARCHITECTURE.md, "Backend: SRAM
 //! placement, splitting, spill and prefetch"): [`plan`] refines a spill/split plan and
@@ -42,6 +43,7 @@
 
 pub mod act;
 pub mod alloc;
+mod bands;
 mod emit;
 mod error;
 mod gap;
@@ -68,6 +70,7 @@ pub use spill::SplitLayer;
 
 use nnac_ir::{Graph, Op};
 use nnac_isa::{DramImage, HwConfig, Instr, Metadata, Program};
+use std::collections::BTreeSet;
 
 /// SRAM buffer alignment in bytes.
 pub const SRAM_ALIGN: u64 = 64;
@@ -231,7 +234,9 @@ pub fn lower(
         let mut jobs = low.jobs.clone();
         let mut bufs = low.bufs.clone();
         early = prefetch::lookahead(&mut bufs, &placed.addrs, &mut jobs, &low.sp, w, body_job);
-        let e = emit::emit(&jobs, &placed.addrs, hw)?;
+        let (read_bufs, read_bands) = bands::reads(&jobs, &low.read_cands, hw);
+        let banded: BTreeSet<usize> = low.banded.union(&read_bufs).copied().collect();
+        let e = emit::emit(&jobs, &placed.addrs, hw, &banded, &read_bands)?;
         let mut instrs = e.instrs.clone();
         assigned = if opts.serialise {
             None

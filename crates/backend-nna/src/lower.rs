@@ -33,6 +33,14 @@ pub struct Lowered {
     pub sp: SpillState,
     /// Host ops, in execution order (`lower_host.rs`).
     pub host_ops: Vec<HostOp>,
+    /// Buffers written to DRAM by several DMAs of bands of rows
+    /// ([`Walk::dma_bands`]): the instructions touching them are ordered by their
+    /// exact bytes (`sync::Access::bytes`), so each band's DMA waits only for the
+    /// tiles of that band.
+    pub banded: BTreeSet<usize>,
+    /// Buffers read whole from DRAM (the graph input, host-op results) that
+    /// `bands::reads` may read in bands of rows instead, with their layout.
+    pub read_cands: Vec<(usize, Act)>,
 }
 
 /// An activation value: its layout and buffer.
@@ -58,9 +66,9 @@ pub struct Walk<'g> {
     pub vals: BTreeMap<NodeId, Placed>,
     pub step: usize,
     pub unsupported: Vec<(String, String)>,
-    /// Job index of the DMA of every I/O descriptor (`None`: the tensor is the DRAM
-    /// home of a spilled value, no DMA).
-    io_jobs: Vec<Option<usize>>,
+    /// Job indices of the DMAs of every I/O descriptor (none: the tensor is the DRAM
+    /// home of a spilled value, no DMA); their `dram_addr` is relative to the tensor.
+    io_jobs: Vec<Vec<usize>>,
     /// Producers that write straight into a concatenation: `(concat, channel offset)`.
     pub(crate) slots: BTreeMap<NodeId, (NodeId, u32)>,
     /// Values in DRAM, host ops and scratch tensors (`lower_host.rs`).
@@ -84,6 +92,8 @@ impl<'g> Walk<'g> {
                 acc_risk: Vec::new(),
                 sp: SpillState::default(),
                 host_ops: Vec::new(),
+                banded: BTreeSet::new(),
+                read_cands: Vec::new(),
             },
             vals: BTreeMap::new(),
             step: 0,
@@ -399,16 +409,15 @@ impl<'g> Walk<'g> {
     /// Puts the I/O tensors after the DRAM image, in descriptor order.
     fn place_io(&mut self) {
         let mut end = self.out.dram.len() as u64;
-        for (d, &j) in self.out.io.iter_mut().zip(&self.io_jobs) {
+        for (d, jobs) in self.out.io.iter_mut().zip(&self.io_jobs) {
             d.dram_addr = end.div_ceil(DRAM_ALIGN) * DRAM_ALIGN;
             end = d.dram_addr + io_bytes(d);
-            let Some(j) = j else {
-                continue;
-            };
-            if let JobKind::Read { dma, .. } | JobKind::Write { dma, .. } =
-                &mut self.out.jobs[j].kind
-            {
-                dma.dram_addr = d.dram_addr;
+            for &j in jobs {
+                if let JobKind::Read { dma, .. } | JobKind::Write { dma, .. } =
+                    &mut self.out.jobs[j].kind
+                {
+                    dma.dram_addr += d.dram_addr;
+                }
             }
         }
     }
@@ -475,7 +484,7 @@ impl<'g> Walk<'g> {
             let shape = self.g.node(id).outputs[0].shape.clone();
             let desc = self.io_desc(&name, IoDir::Input, &act, &shape);
             self.out.io.push(desc);
-            self.io_jobs.push(None);
+            self.io_jobs.push(Vec::new());
             self.spilled_input(id, act, self.out.io.len() - 1);
             return Ok(());
         }
@@ -487,20 +496,21 @@ impl<'g> Walk<'g> {
             &p.act,
             &self.g.node(id).outputs[0].shape,
         );
-        let dma = Self::act_dma(&p.act, desc.dram_addr);
+        let dma = Self::act_dma(&p.act, 0);
         self.out.io.push(desc);
-        self.io_jobs.push(Some(self.out.jobs.len()));
+        self.io_jobs.push(vec![self.out.jobs.len()]);
         self.out.jobs.push(Job {
             node: name,
             kind: JobKind::Read { loc: p.loc(), dma },
         });
+        self.read_cand(&p);
         Ok(())
     }
 
     fn outputs(&mut self) -> Result<(), BackendError> {
         for (k, o) in self.g.outputs().to_vec().into_iter().enumerate() {
             if self.host_graph_output(&o.name, o.value) {
-                self.io_jobs.push(None);
+                self.io_jobs.push(Vec::new());
                 continue;
             }
             let src = self.source(o.value).ok_or_else(|| {
@@ -517,20 +527,65 @@ impl<'g> Walk<'g> {
                     let dma = Self::act_dma(&h.act, 0);
                     self.out.io.push(desc);
                     let j = self.spilled_output(k, &h, dma);
-                    self.io_jobs.push(j);
+                    self.io_jobs.push(j.into_iter().collect());
                     continue;
                 }
             };
             let desc = self.io_desc(&o.name, IoDir::Output, &p.act, &shape);
-            let dma = Self::act_dma(&p.act, desc.dram_addr);
             self.out.io.push(desc);
-            self.io_jobs.push(Some(self.out.jobs.len()));
-            self.out.jobs.push(Job {
-                node: o.name.clone(),
-                kind: JobKind::Write { loc: p.loc(), dma },
-            });
+            let jobs = self.dma_bands(&o.name, &p, false);
+            self.io_jobs.push(jobs);
         }
         Ok(())
+    }
+
+    /// DMAs moving the whole activation `p` between SRAM and a dense DRAM tensor
+    /// (`dram_addr` relative to the tensor): a write (`to_sram` false) of a value
+    /// whose producers finish it in several pixel tiles goes out in bands of rows,
+    /// each band one DMA of `C` rows (one per channel plane, SRAM stride the channel
+    /// pitch, DRAM stride the tensor's), so that band `i` moves while band `i + 1`
+    /// computes; otherwise one DMA. Returns the job indices.
+    pub(crate) fn dma_bands(&mut self, node: &str, p: &Placed, to_sram: bool) -> Vec<usize> {
+        let a = &p.act;
+        let n = if to_sram {
+            1
+        } else {
+            crate::bands::write_count(&self.out.jobs, p, self.hw)
+        };
+        if n > 1 {
+            self.out.banded.insert(p.buf);
+        }
+        let rows = a.h.div_ceil(n);
+        let mut jobs = Vec::new();
+        let mut y0 = 0;
+        while y0 < a.h {
+            let r = rows.min(a.h - y0);
+            let mut dma = if n > 1 {
+                a.rows_dma(y0, r, a.chan_pitch)
+            } else {
+                Self::act_dma(a, 0)
+            };
+            dma.sram_addr = y0 * a.row_pitch;
+            jobs.push(self.out.jobs.len());
+            let loc = p.loc();
+            self.out.jobs.push(Job {
+                node: node.to_string(),
+                kind: if to_sram {
+                    JobKind::Read { loc, dma }
+                } else {
+                    JobKind::Write { loc, dma }
+                },
+            });
+            y0 += r;
+        }
+        jobs
+    }
+
+    /// Records `p`, read whole from DRAM by one DMA, for `bands::reads`.
+    pub(crate) fn read_cand(&mut self, p: &Placed) {
+        if p.off == 0 && crate::bands::planar(&p.act) {
+            self.out.read_cands.push((p.buf, p.act.clone()));
+        }
     }
 
     /// The DMA moving a whole activation between DRAM (dense NCHW, the same layout)

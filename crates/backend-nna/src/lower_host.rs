@@ -56,7 +56,7 @@ pub struct HostState {
     tensors: Vec<DramRef>,
     vals: BTreeMap<NodeId, DramVal>,
     recs: Vec<HostRec>,
-    /// DMA jobs whose DRAM address is that of a tensor.
+    /// DMA jobs whose DRAM address is relative to that of a tensor.
     fixups: Vec<(usize, usize)>,
     /// I/O descriptors that alias another one's DRAM: `(alias, target)`.
     io_alias: Vec<(usize, usize)>,
@@ -180,12 +180,9 @@ impl Walk<'_> {
             // The planar SRAM layout is dense NCHW: one DMA moves it.
             let desc = code_desc(&name, &t, IoLayout::Dense)?;
             let tensor = self.host.scratch(span(&desc));
-            let dma = Self::act_dma(&p.act, 0);
-            self.host.fixups.push((self.out.jobs.len(), tensor));
-            self.out.jobs.push(Job {
-                node: name,
-                kind: JobKind::Write { loc: p.loc(), dma },
-            });
+            for j in self.dma_bands(&name, &p, false) {
+                self.host.fixups.push((j, tensor));
+            }
             *wrote = true;
             DramVal { tensor, desc }
         };
@@ -290,6 +287,7 @@ impl Walk<'_> {
                 node: name.clone(),
                 kind: JobKind::Read { loc: p.loc(), dma },
             });
+            self.read_cand(&p);
         }
         self.out
             .layers
@@ -341,7 +339,7 @@ impl Walk<'_> {
             if let JobKind::Read { dma, .. } | JobKind::Write { dma, .. } =
                 &mut self.out.jobs[j].kind
             {
-                dma.dram_addr = resolved[t];
+                dma.dram_addr += resolved[t];
             }
         }
         let desc = |v: &DramVal, dir: IoDir| IoDesc {

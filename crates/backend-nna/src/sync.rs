@@ -4,7 +4,9 @@
 //! writes, each instruction `j` waits for the latest instruction `i < j` of the other
 //! queue whose buffers overlap its own with at least one write (RAW, WAR, WAW), unless
 //! an earlier instruction of its queue already waited for `i` or later. Such an edge
-//! gets a flag: `i` sets it, `j` waits for it and clears it. A flag is reused for a
+//! gets a flag: `i` sets it, `j` waits for it and clears it. Two instructions that
+//! both carry their exact SRAM bytes ([`Access::bytes`]: those touching a buffer
+//! moved by DMA in bands of rows) overlap only if those bytes meet. A flag is reused for a
 //! later edge `(i', j')` only if its previous waiter `j` ran on `j'`'s queue (so `j'`
 //! starts after `j` cleared it and never sees the old set state) and lies before `i'`
 //! in program order; `i'` (on the previous setter's queue) waits until the flag is
@@ -28,6 +30,7 @@
 //! twice or cleared twice, and two flags suffice. This serialises the queues
 //! completely (no DMA/compute overlap); a buffer-based assignment is future work.
 
+use nnac_isa::hazard::Intervals;
 use nnac_isa::{Class, Instr};
 
 /// Flags the serialising scheme needs.
@@ -38,6 +41,13 @@ pub const FLAGS_USED: u32 = 2;
 pub struct Access {
     pub reads: Vec<usize>,
     pub writes: Vec<usize>,
+    /// The exact SRAM bytes the instruction reads and writes
+    /// (`nnac_isa::hazard::footprint`), kept for the instructions that touch a
+    /// buffer moved by DMA in bands (`Lowered::banded`). Two instructions that both
+    /// have it conflict only if these bytes overlap, so the DMA of one band waits only
+    /// for the tiles that write (or read) that band; any other pair compares whole
+    /// buffers.
+    pub bytes: Option<Box<(Intervals, Intervals)>>,
 }
 
 fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
@@ -45,6 +55,10 @@ fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
 }
 
 fn conflict(x: &Access, y: &Access, span: &dyn Fn(usize) -> (u64, u64)) -> bool {
+    if let (Some(a), Some(b)) = (&x.bytes, &y.bytes) {
+        let meet = |p: &Intervals, q: &Intervals| p.first_overlap(q).is_some();
+        return meet(&a.1, &b.1) || meet(&a.1, &b.0) || meet(&a.0, &b.1);
+    }
     let any = |p: &[usize], q: &[usize]| {
         p.iter()
             .any(|&a| q.iter().any(|&b| overlaps(span(a), span(b))))
@@ -190,6 +204,7 @@ mod tests {
         Access {
             reads: r.to_vec(),
             writes: w.to_vec(),
+            bytes: None,
         }
     }
 

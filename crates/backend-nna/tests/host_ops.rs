@@ -155,3 +155,126 @@ fn host_result_read_by_the_nna_and_output_too() {
     let p = compile_and_check(g, &[1, 4, 8, 8]);
     assert_eq!(host_ops(&p).len(), 2);
 }
+
+/// For every DMA_WRITE of the body's first segment: the index of the latest earlier
+/// compute instruction that sets a flag it waits for (its producer tile), and the
+/// index of the segment's last compute instruction.
+fn write_waits(p: &nnac_isa::Program) -> (Vec<Option<usize>>, usize) {
+    let start = p.body_start();
+    let end = start
+        + p.instrs[start..]
+            .iter()
+            .position(|i| matches!(i, Instr::Stop(_)))
+            .unwrap();
+    let seg = &p.instrs[start..end];
+    let compute = |i: &Instr| i.class() == nnac_isa::Class::Compute;
+    let last = seg.iter().rposition(compute).unwrap();
+    let waits = seg
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| matches!(i, Instr::DmaWrite(_)))
+        .map(|(w, i)| {
+            let want = &i.flags().wait_set;
+            seg[..w]
+                .iter()
+                .rposition(|c| compute(c) && c.flags().set.iter().any(|f| want.contains(f)))
+        })
+        .collect();
+    (waits, last)
+}
+
+#[test]
+fn host_operand_in_row_tiles_is_written_band_by_band() {
+    // conv1's 32 x 48 x 48 output is computed in 24 tiles of 96 pixels (two rows):
+    // the LRN's operand goes to DRAM in several bands of rows, each DMA_WRITE
+    // waiting only for the tiles of its band, so the writes overlap the conv.
+    let mut rng = Rng(11);
+    let mut g = Graph::new("bands");
+    let x = input(&mut g, &[1, 16, 48, 48]);
+    let c = conv(&mut g, &mut rng, "conv1", x, 32, 3, 1, 1);
+    let r = relu(&mut g, "relu1", c);
+    let n = lrn(&mut g, "norm1", r);
+    let c2 = conv(&mut g, &mut rng, "conv2", n, 8, 1, 1, 1);
+    g.add_output("y", c2);
+    let p = compile_and_check(g, &[1, 16, 48, 48]);
+    let (waits, last) = write_waits(&p);
+    assert!(waits.len() > 1, "one DMA_WRITE: {waits:?}");
+    // Each band waits for a producer tile; all but the last for one before the
+    // conv's last tile, in band order.
+    assert!(waits.iter().all(Option::is_some), "{waits:?}");
+    let (body, tail) = waits.split_at(waits.len() - 1);
+    assert_eq!(tail[0], Some(last), "{waits:?}");
+    assert!(body.iter().all(|w| w.unwrap() < last), "{waits:?}");
+    assert!(body.windows(2).all(|w| w[0] < w[1]), "{waits:?}");
+    // The bands cover the operand exactly once: 32 channel rows each, 48x48 in all.
+    let bytes: u64 = p.instrs[p.body_start()..]
+        .iter()
+        .take_while(|i| !matches!(i, Instr::Stop(_)))
+        .filter_map(|i| match i {
+            Instr::DmaWrite(d) => {
+                assert_eq!((d.rows, d.dram_stride, d.sram_stride), (32, 2304, 2304));
+                Some(u64::from(d.rows) * u64::from(d.row_len))
+            }
+            _ => None,
+        })
+        .sum();
+    assert_eq!(bytes, 32 * 48 * 48);
+}
+
+#[test]
+fn graph_output_in_row_tiles_is_written_band_by_band() {
+    let mut rng = Rng(12);
+    let mut g = Graph::new("out_bands");
+    let x = input(&mut g, &[1, 16, 48, 48]);
+    let c = conv(&mut g, &mut rng, "conv1", x, 32, 3, 1, 1);
+    let r = relu(&mut g, "relu1", c);
+    g.add_output("y", r);
+    let hw = HwConfig::fsd();
+    let shape = [1, 16, 48, 48];
+    let q = quantize_graph(g, &shape);
+    let (p, _) = lower_ok(&q, &hw);
+    assert_well_formed(&q, &hw, &p);
+    let (waits, last) = write_waits(&p);
+    assert!(waits.len() > 1, "one DMA_WRITE: {waits:?}");
+    assert!(waits[..waits.len() - 1].iter().all(|w| w.unwrap() < last));
+    assert!(assert_bit_exact(&q, &p, 3, &shape) > 0);
+}
+
+#[test]
+fn host_result_read_by_row_tiles_comes_back_band_by_band() {
+    // The LRN's 32 x 48 x 48 result is read back for conv2 (24 pixel tiles of two
+    // rows): in bands of rows, the first tiles starting after the first bands.
+    let mut rng = Rng(13);
+    let mut g = Graph::new("read_bands");
+    let x = input(&mut g, &[1, 8, 48, 48]);
+    let c = conv(&mut g, &mut rng, "conv1", x, 32, 1, 1, 1);
+    let n = lrn(&mut g, "norm1", c);
+    let c2 = conv(&mut g, &mut rng, "conv2", n, 32, 3, 1, 1);
+    g.add_output("y", c2);
+    let p = compile_and_check(g, &[1, 8, 48, 48]);
+    // The body's second segment: after the STOP before the LRN.
+    let start = p.body_start()
+        + p.instrs[p.body_start()..]
+            .iter()
+            .position(|i| matches!(i, Instr::Stop(_)))
+            .unwrap()
+        + 1;
+    let seg = &p.instrs[start..];
+    let reads: Vec<usize> = (0..seg.len())
+        .filter(|&k| matches!(&seg[k], Instr::DmaRead(d) if d.rows == 32 && d.row_len % 48 == 0))
+        .collect();
+    assert!(reads.len() > 1, "one DMA_READ of the LRN result");
+    let first = seg
+        .iter()
+        .position(|i| matches!(i, Instr::Conv(_)))
+        .unwrap();
+    let waits = &seg[first].flags().wait_set;
+    let setter = seg[..first]
+        .iter()
+        .rposition(|i| i.flags().set.iter().any(|f| waits.contains(f)))
+        .unwrap();
+    assert!(
+        setter < *reads.last().unwrap(),
+        "the first tile waits for the last band ({setter}, reads {reads:?})"
+    );
+}
