@@ -125,10 +125,27 @@ fn errors_are_user_errors_and_leave_no_output() {
 #[test]
 fn closed_stdout_ends_quietly() {
     let d = tmpdir("pipe");
+    // A listing longer than any pipe buffer (64 KiB by default), so nnac still has
+    // output to write when it finds the reader gone, however the two are scheduled.
+    let mut listing = String::from(".model \"pipe\"\n");
+    for k in 0..4000 {
+        listing += &format!(
+            "    DMA_READ dram_addr={:#x} sram_addr=0x0 rows=1 row_len=64\n",
+            k * 64
+        );
+    }
+    listing += "    STOP\n";
+    let l = d.join("long.s");
+    std::fs::write(&l, listing).unwrap();
     let p = d.join("p.nnab");
-    assert!(nnac(&["asm", s(&sample_listing()), "-o", s(&p)])
-        .status
-        .success());
+    let out = nnac(&["asm", s(&l), "-o", s(&p)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let full = nnac(&["disasm", s(&p)]);
+    assert!(full.status.success() && full.stdout.len() > 256 * 1024);
     let mut child = Command::new(NNAC)
         .args(["disasm", s(&p)])
         .stdout(std::process::Stdio::piped())
