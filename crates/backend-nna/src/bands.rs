@@ -21,7 +21,7 @@
 use crate::act::Act;
 use crate::job::{DotOpcode, Job, JobKind, Tile};
 use crate::lower::Placed;
-use nnac_isa::{HwConfig, PoolKind};
+use nnac_isa::HwConfig;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Most bands of rows a tensor is moved in.
@@ -184,8 +184,9 @@ fn dma_costs(hw: &HwConfig) -> (f64, f64) {
 }
 
 /// How many input rows (from the top, of `h`) tile `t` of a compute job reads: a
-/// convolution's kernel windows of its output rows, the same rows for SCALE and
-/// ELTWISE, all of them for a pooled dot product, DECONV and INNER_PRODUCT.
+/// convolution's kernel windows of its (pre-pool) output rows, pooled or not
+/// (a pooled one in bands of pooled rows, `pool_bands.rs`), the same rows for SCALE
+/// and ELTWISE, all of them for DECONV and INNER_PRODUCT.
 fn need_rows(kind: &JobKind, t: &Tile, h: u32) -> u32 {
     let last = |w: u32| (t.pix_start + t.pix_count.max(1) - 1) / w.max(1);
     match kind {
@@ -193,7 +194,7 @@ fn need_rows(kind: &JobKind, t: &Tile, h: u32) -> u32 {
             opcode: DotOpcode::Conv,
             t: d,
             ..
-        } if d.pool == PoolKind::None => {
+        } => {
             let bottom = last(d.out_w) * d.stride_h + (d.kernel_h - 1) * d.dil_h + 1;
             bottom.saturating_sub(d.pad_top).min(h)
         }

@@ -54,6 +54,7 @@ mod lower_ops;
 pub mod params;
 pub mod plan;
 mod pool_apart;
+mod pool_bands;
 pub mod prefetch;
 pub mod resident;
 pub mod seq_rule;

@@ -255,9 +255,19 @@ impl<'g> Walk<'g> {
             return self.pool_apart(&name, opcode, t, bufs, &out.act, p.block, mnemonic);
         }
         let pixels = t.out_h * t.out_w;
-        // A pooled layer is one pixel tile (every pooled window lies inside it).
-        let tp = if pooled { pixels } else { self.tile_pixels };
-        let tl = tiles(pixels, t.out_c, tp, self.hw.mac_cols);
+        let tl = if pooled {
+            // One pixel tile (every pooled window lies inside it), or bands of pooled
+            // rows when a DRAM transfer can overlap them (`pool_bands.rs`).
+            let n = if self.dram_side_bytes(id, xv) >= crate::pool_bands::MIN_DMA_BYTES {
+                crate::pool_bands::count(&t, self.hw.mac_rows)
+            } else {
+                1
+            };
+            let (rows, cols) = (self.hw.mac_rows, self.hw.mac_cols);
+            crate::pool_bands::tiles_in_bands(&t, opcode, n, rows, cols)
+        } else {
+            tiles(pixels, t.out_c, self.tile_pixels, self.hw.mac_cols)
+        };
         self.out
             .layers
             .push((name.clone(), mnemonic.into(), tl.len()));
@@ -273,6 +283,20 @@ impl<'g> Walk<'g> {
             },
         });
         Ok(())
+    }
+
+    /// The bytes of the largest tensor node `id` (reading `x`) moves across DRAM: an
+    /// input that comes from there (a graph input, a host op's result) or an output
+    /// that goes there (a graph output, a host op's operand); 0 when none does.
+    fn dram_side_bytes(&self, id: NodeId, x: Value) -> u64 {
+        let from_host = |n: NodeId| matches!(self.g.node(n).op, Op::Nna(NnaOp::Host(_)));
+        let bytes = |v: Value| self.g.value_type(v).shape.iter().product::<usize>() as u64;
+        let y = Value::new(id, 0);
+        let x_dram = self.g.inputs().contains(&x.node) || from_host(x.node);
+        let y_dram = self.g.outputs().iter().any(|o| o.value == y)
+            || self.g.users(y).iter().any(|&(u, _)| from_host(u));
+        let x_bytes = if x_dram { bytes(x) } else { 0 };
+        x_bytes.max(if y_dram { bytes(y) } else { 0 })
     }
 
     /// SCALE with pooling (the SCALE instruction has no pooling unit): a depthwise

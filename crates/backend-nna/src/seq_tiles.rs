@@ -8,7 +8,8 @@
 //! dot-product job that has such a slice into tiles of whole output rows (rows wider
 //! than a tile in chunks of the tile width), so no slice crosses a row; jobs that keep
 //! the rule keep their tiles. Pooled jobs are one tile (every pooling window must lie
-//! inside it) and are left as they are: an unsplit pooled layer whose tile would break
+//! inside it), or bands of whole pooled rows (`pool_bands.rs`, which checks the rule
+//! for each band with [`range_fits`]), and are left as they are: an unsplit pooled layer whose tile would break
 //! the rule runs its pooling apart (`pool_apart.rs`, decided with [`whole_fits`]); a
 //! split one is reported by the rule check after emission.
 
@@ -36,15 +37,26 @@ fn isa_kind(opcode: DotOpcode) -> DotKind {
     }
 }
 
-/// Whether the template `t` as one tile of its whole output keeps the rule.
-pub fn whole_fits(t: &DotProduct, opcode: DotOpcode, mac_rows: u32) -> bool {
+/// Whether the pixels `pix_start..+pix_count` of `t` as one tile keep the rule.
+pub fn range_fits(
+    t: &DotProduct,
+    opcode: DotOpcode,
+    pix_start: u32,
+    pix_count: u32,
+    mac_rows: u32,
+) -> bool {
     let tile = Tile {
-        pix_start: 0,
-        pix_count: t.out_h * t.out_w,
+        pix_start,
+        pix_count,
         c_start: 0,
         c_count: 1,
     };
     tile_fits(t, isa_kind(opcode), &tile, mac_rows)
+}
+
+/// Whether the template `t` as one tile of its whole output keeps the rule.
+pub fn whole_fits(t: &DotProduct, opcode: DotOpcode, mac_rows: u32) -> bool {
+    range_fits(t, opcode, 0, t.out_h * t.out_w, mac_rows)
 }
 
 /// Tiles of every output row of an `out_h x out_w` output in chunks of at most `tp`

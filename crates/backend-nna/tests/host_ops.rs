@@ -278,3 +278,88 @@ fn host_result_read_by_row_tiles_comes_back_band_by_band() {
         "the first tile waits for the last band ({setter}, reads {reads:?})"
     );
 }
+
+/// Pooled CONVs of the body's first segment (the instructions with a pooling unit).
+fn pooled_convs(p: &nnac_isa::Program) -> Vec<&nnac_isa::DotProduct> {
+    p.instrs[p.body_start()..]
+        .iter()
+        .take_while(|i| !matches!(i, Instr::Stop(_)))
+        .filter_map(|i| match i {
+            Instr::Conv(d) if d.pool != nnac_isa::PoolKind::None => Some(d),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn pooled_layer_feeding_a_host_op_is_computed_and_written_in_bands() {
+    // conv1 (3x3, 32 x 64 x 64) with its 3x3/2 max pool fused feeds an LRN: instead of
+    // one tile, bands of pooled rows (pool_bands.rs) whose windows' rows overlap by
+    // one, so the LRN's operand goes out band by band while later bands compute.
+    let mut rng = Rng(14);
+    let mut g = Graph::new("pool_bands");
+    let x = input(&mut g, &[1, 16, 64, 64]);
+    let c = conv(&mut g, &mut rng, "conv1", x, 32, 3, 1, 1);
+    let r = relu(&mut g, "relu1", c);
+    let m = maxpool(&mut g, "pool1", 3, 2, 1, r);
+    let n = lrn(&mut g, "norm1", m);
+    let c2 = conv(&mut g, &mut rng, "conv2", n, 8, 1, 1, 1);
+    g.add_output("y", c2);
+    let p = compile_and_check(g, &[1, 16, 64, 64]);
+    let tiles = pooled_convs(&p);
+    assert!(tiles.len() > 1, "one pooled tile");
+    // Consecutive bands overlap by win - stride = 1 pre-pool row of 64 pixels and
+    // together cover the 64 x 64 output.
+    for w in tiles.windows(2) {
+        assert_eq!(w[0].pix_start + w[0].pix_count, w[1].pix_start + 64);
+    }
+    let last = tiles.last().unwrap();
+    assert_eq!(
+        (tiles[0].pix_start, last.pix_start + last.pix_count),
+        (0, 64 * 64)
+    );
+    let (waits, last) = write_waits(&p);
+    assert!(waits.len() > 1, "one DMA_WRITE: {waits:?}");
+    assert!(waits[..waits.len() - 1].iter().all(|w| w.unwrap() < last));
+}
+
+#[test]
+fn pooled_first_layer_starts_on_the_first_bands_of_the_input() {
+    // The graph input (16 x 64 x 64 = 64 KiB) is read in bands and the pooled first
+    // conv, in bands of pooled rows, starts on the first ones.
+    let mut rng = Rng(15);
+    let mut g = Graph::new("pool_bands_in");
+    let x = input(&mut g, &[1, 16, 64, 64]);
+    let c = conv(&mut g, &mut rng, "conv1", x, 16, 3, 1, 1);
+    let r = relu(&mut g, "relu1", c);
+    let m = maxpool(&mut g, "pool1", 2, 2, 0, r);
+    let c2 = conv(&mut g, &mut rng, "conv2", m, 8, 1, 1, 1);
+    g.add_output("y", c2);
+    let shape = [1, 16, 64, 64];
+    let hw = HwConfig::fsd();
+    let q = quantize_graph(g, &shape);
+    let (p, _) = lower_ok(&q, &hw);
+    assert_well_formed(&q, &hw, &p);
+    assert!(assert_bit_exact(&q, &p, 4, &shape) > 0);
+    let body = &p.instrs[p.body_start()..];
+    let reads: Vec<usize> = body
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| matches!(i, Instr::DmaRead(_)))
+        .map(|(k, _)| k)
+        .collect();
+    assert!(reads.len() > 1, "the input is read whole");
+    // The first pooled tile waits for a read before the last one.
+    let first = body
+        .iter()
+        .position(|i| matches!(i, Instr::Conv(d) if d.pool != nnac_isa::PoolKind::None))
+        .unwrap();
+    let want = &body[first].flags().wait_set;
+    let waited = body[..first].iter().rposition(|i| {
+        matches!(i, Instr::DmaRead(_)) && i.flags().set.iter().any(|f| want.contains(f))
+    });
+    assert!(
+        waited.is_some_and(|k| k < *reads.last().unwrap()),
+        "first tile waits for {waited:?}, reads at {reads:?}"
+    );
+}
