@@ -32,6 +32,12 @@ pub enum NnaOp {
     /// Concatenation by placement: the producers write into one buffer, no compute.
     /// Every input has the output's quantization (the quantizer guarantees it).
     Concat { axis: usize },
+    /// Channel shuffle (ShuffleNet) of `x` `[N, C, ...]` with `C = groups * n`:
+    /// output channel `j * groups + i` is input channel `i * n + j` (ONNX: reshape to
+    /// `[N, groups, n, ...]`, transpose the two channel axes, reshape back). A pure
+    /// permutation: the output has the input's quantization (codes move unchanged);
+    /// the backend copies channel planes with SCALE instructions.
+    ChannelShuffle { groups: usize },
     /// An op the NNA has no instruction for: the runtime runs it on the host CPU
     /// (dequantize, float op, requantize to the output type).
     Host(Box<Op>),
@@ -186,6 +192,7 @@ impl NnaOp {
             NnaOp::Scale(_) => "nna.scale",
             NnaOp::Eltwise(_) => "nna.eltwise",
             NnaOp::Concat { .. } => "nna.concat",
+            NnaOp::ChannelShuffle { .. } => "nna.channel_shuffle",
             NnaOp::Host(_) => "nna.host",
         }
     }
@@ -194,6 +201,7 @@ impl NnaOp {
         match self {
             NnaOp::Dot(_) | NnaOp::Scale(_) => (3, 3),
             NnaOp::Eltwise(_) => (2, 2),
+            NnaOp::ChannelShuffle { .. } => (1, 1),
             NnaOp::Concat { .. } => (1, usize::MAX),
             NnaOp::Host(op) => op.arity(),
         }
@@ -249,6 +257,15 @@ impl NnaOp {
         {
             return Err(format!(
                 "{} output {} and requantization disagree",
+                self.mnemonic(),
+                out
+            ));
+        }
+        if matches!(self, NnaOp::ChannelShuffle { .. })
+            && (out.dtype != ins[0].dtype || out.quant != ins[0].quant)
+        {
+            return Err(format!(
+                "{} output {} should have the input's type and quantization",
                 self.mnemonic(),
                 out
             ));
@@ -316,6 +333,16 @@ impl NnaOp {
                 Ok(ins[0].shape.clone())
             }
             NnaOp::Concat { axis } => first(Op::Concat { axis: *axis }, ins.len()),
+            NnaOp::ChannelShuffle { groups } => {
+                let s = &ins[0].shape;
+                match s.get(1) {
+                    Some(&c) if s.len() >= 2 && *groups > 0 && c % groups == 0 => Ok(s.clone()),
+                    _ => Err(format!(
+                        "channel shuffle of {s:?} in {groups} groups: the channels must be a \
+                         multiple of the groups"
+                    )),
+                }
+            }
             NnaOp::Host(op) => first((**op).clone(), ins.len()),
         }
     }

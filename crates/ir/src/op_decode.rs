@@ -356,6 +356,9 @@ fn nna_from(m: &str, f: &mut Fields, pos: usize) -> D<NnaOp> {
         "nna.concat" => Ok(NnaOp::Concat {
             axis: f.usize("axis")?,
         }),
+        "nna.channel_shuffle" => Ok(NnaOp::ChannelShuffle {
+            groups: f.usize("groups")?,
+        }),
         "nna.host" => match f.take("op")? {
             AVal::Word(inner, r) => Ok(NnaOp::Host(Box::new(decode(&inner, r)?))),
             v => derr(pos_of(&v), "nna.host needs op=<op>{...}"),

@@ -282,6 +282,7 @@ fn nna_attrs(n: &NnaOp) -> Vec<(&'static str, AVal)> {
             v
         }
         NnaOp::Concat { axis } => vec![("axis", AVal::num(axis))],
+        NnaOp::ChannelShuffle { groups } => vec![("groups", AVal::num(groups))],
         NnaOp::Host(op) => {
             let (m, r) = encode(op);
             vec![("op", AVal::Word(m.to_string(), r))]

@@ -1,4 +1,4 @@
-//! Data movement: Transpose, Concat, constant Pad. (Reshape and Identity only
+//! Data movement: Transpose, Concat, constant Pad, channel shuffle. (Reshape and Identity only
 //! change or keep the shape and need no kernel.)
 
 use super::View;
@@ -55,6 +55,26 @@ pub fn concat(inputs: &[View<'_>], axis: usize, out_shape: &[usize]) -> Vec<f32>
     out
 }
 
+/// Channel shuffle of a row-major `[N, C, ...]` tensor (`shape`) in `groups` groups:
+/// output channel `j * groups + i` is input channel `i * n + j`, `n = C / groups`
+/// (`NnaOp::ChannelShuffle`). Generic so that the quantized interpreter permutes
+/// codes with the same function. `C` must be a multiple of `groups` (checked by
+/// the op's shape rule).
+pub fn channel_shuffle<T: Copy>(data: &[T], shape: &[usize], groups: usize) -> Vec<T> {
+    let c = shape.get(1).copied().unwrap_or(1);
+    let plane: usize = shape.iter().skip(2).product();
+    let n = c / groups.max(1);
+    let mut out = Vec::with_capacity(data.len());
+    for batch in data.chunks_exact((c * plane).max(1)) {
+        for oc in 0..c {
+            let (j, i) = (oc / groups, oc % groups);
+            let ic = i * n + j;
+            out.extend_from_slice(&batch[ic * plane..(ic + 1) * plane]);
+        }
+    }
+    out
+}
+
 /// Constant padding; `pads` = all begins then all ends.
 pub fn pad(x: View<'_>, pads: &[usize], value: f32, out_shape: &[usize]) -> Vec<f32> {
     let rank = x.shape.len();
@@ -86,6 +106,24 @@ pub fn pad(x: View<'_>, pads: &[usize], value: f32, out_shape: &[usize]) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn channel_shuffle_is_reshape_transpose_reshape() {
+        // [1, 12, 2, 3] in 3 groups of 4, and the inverse view (4 groups of 3).
+        let x: Vec<f32> = (0..72).map(|i| i as f32).collect();
+        for (g, n) in [(3, 4), (4, 3)] {
+            let via_transpose = transpose(
+                View {
+                    shape: &[1, g, n, 2, 3],
+                    data: &x,
+                },
+                &[0, 2, 1, 3, 4],
+            );
+            assert_eq!(channel_shuffle(&x, &[1, 12, 2, 3], g), via_transpose);
+        }
+        // Output channel 1 (j = 0, i = 1) is input channel 4 in 3 groups of 4.
+        assert_eq!(channel_shuffle(&x, &[1, 12, 2, 3], 3)[6], 24.0);
+    }
 
     #[test]
     fn transpose_matches_index_formula() {

@@ -11,6 +11,7 @@ mod elementwise;
 pub mod gemm;
 mod geom;
 mod layout;
+pub use layout::channel_shuffle;
 mod linear;
 mod nna;
 mod norm;

@@ -2,7 +2,7 @@
 //! graph, so a fusion pass can be checked against the original graph: a dot product
 //! (conv, deconv, inner product) or per-channel scale, then the epilogue's activation
 //! (or per-channel PReLU), then the optional pooling stage; an eltwise add with its
-//! activation; concatenation; host ops as their plain IR op. Quantized epilogues
+//! activation; concatenation; channel shuffle; host ops as their plain IR op. Quantized epilogues
 //! (`requant`) belong to the quantized interpreter and are rejected.
 
 use super::{conv, conv_transpose, elementwise, layout, linear, pool, View};
@@ -67,6 +67,7 @@ pub fn eval(
             all.extend_from_slice(rest);
             Ok(layout::concat(&all, *axis, out_shape))
         }
+        NnaOp::ChannelShuffle { groups } => Ok(layout::channel_shuffle(x.data, x.shape, *groups)),
         NnaOp::Host(inner) => super::eval(
             inner,
             super::Operand::Borrowed(x.data),

@@ -378,11 +378,18 @@ pub fn nna_graph() -> Graph {
         },
         pool: None,
     };
+    let shuffled = nna(
+        &mut g,
+        "shuffle",
+        NnaOp::ChannelShuffle { groups: 4 },
+        &[cat],
+        act8(vec![1, 16, 4, 4], 0.2, 0),
+    );
     let up = nna(
         &mut g,
         "deconv",
         NnaOp::Dot(deconv),
-        &[cat, dw, db],
+        &[shuffled, dw, db],
         act8(vec![1, 16, 8, 8], 0.2, 1),
     );
     let host = NnaOp::Host(Box::new(Op::Reshape {
@@ -464,6 +471,7 @@ pub fn op_family(op: &Op) -> &'static str {
             | NnaOp::Scale(_)
             | NnaOp::Eltwise(_)
             | NnaOp::Concat { .. }
+            | NnaOp::ChannelShuffle { .. }
             | NnaOp::Host(_) => "nna",
         },
     }
@@ -511,5 +519,6 @@ pub const ALL_MNEMONICS: &[&str] = &[
     "nna.scale",
     "nna.eltwise",
     "nna.concat",
+    "nna.channel_shuffle",
     "nna.host",
 ];
