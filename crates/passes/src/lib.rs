@@ -26,6 +26,7 @@ pub mod fold_hardswish;
 pub mod fold_scale_bias;
 pub mod fuse_dot;
 pub mod fuse_eltwise;
+pub mod fuse_shuffle;
 pub mod lower_concat;
 pub mod lower_pools;
 pub mod lower_scale;

@@ -290,3 +290,104 @@ fn pool_counting_its_padding_or_missing_a_row_is_not_global() {
         );
     }
 }
+
+/// conv -> relu -> Reshape [1, a, b, H, W] (or [1, a, b, H*W]) -> Transpose(0,2,1,..)
+/// -> Reshape back -> conv: ShuffleNet's channel shuffle (`a` = 3 groups of 4) or its
+/// inverse (`a` = 4).
+fn shuffle_net(a: usize, flat: bool, extra_reader: bool) -> Graph {
+    let mut rng = Rng(31);
+    let mut g = Graph::new("shuffle");
+    let x = input(&mut g, &[1, 8, 6, 5]);
+    let c = conv(&mut g, &mut rng, "conv1", x, 12, 1, 1, 1);
+    let r = relu(&mut g, "relu1", c);
+    let mid: Vec<usize> = if flat {
+        vec![1, a, 12 / a, 30]
+    } else {
+        vec![1, a, 12 / a, 6, 5]
+    };
+    let perm: Vec<usize> = [0, 2, 1].into_iter().chain(3..mid.len()).collect();
+    let split = node(&mut g, "split", Op::Reshape { shape: mid }, &[r]);
+    let t = node(&mut g, "transpose", Op::Transpose { perm }, &[split]);
+    let shape = vec![1, 12, 6, 5];
+    let merged = node(&mut g, "merge", Op::Reshape { shape }, &[t]);
+    let c2 = conv(&mut g, &mut rng, "conv2", merged, 8, 3, 1, 1);
+    out(&mut g, c2);
+    if extra_reader {
+        g.add_output("t", t);
+    }
+    g
+}
+
+#[test]
+fn reshape_transpose_reshape_is_one_channel_shuffle() {
+    let mut rng = Rng(32);
+    let frames: Vec<_> = (0..2).map(|_| frame(&mut rng, &[1, 8, 6, 5])).collect();
+    for (a, flat) in [(3, false), (4, false), (3, true), (2, false)] {
+        let g = shuffle_net(a, flat, false);
+        let f = fuse(&g);
+        assert_eq!(
+            mnemonics(&f),
+            vec!["nna.channel_shuffle", "nna.conv", "nna.conv"],
+            "a={a} flat={flat}"
+        );
+        // The shuffle keeps the final reshape's name; groups = the first split axis.
+        assert_eq!(nna(&f, "merge"), NnaOp::ChannelShuffle { groups: a });
+        assert_equivalent(&g, &f, &frames, 0.0);
+    }
+    // Quantized: the shuffle has its input's type and quantization, no host op, and
+    // the quantized interpreter permutes codes (int8 tracks float).
+    let g = shuffle_net(3, false, false);
+    let opts = PassOptions {
+        verify_each: true,
+        ..PassOptions::default()
+    };
+    let done = compile_graph(g.clone(), &frames, &opts).unwrap();
+    assert!(
+        done.report.host_ops.is_empty(),
+        "{:?}",
+        done.report.host_ops
+    );
+    let q = &done.graph;
+    let s = q.find("merge").unwrap();
+    let x = q.node_inputs(s)[0];
+    assert_eq!(q.node(s).outputs[0].quant, q.value_type(x).quant);
+    assert_eq!(q.node(s).outputs[0].dtype, q.value_type(x).dtype);
+    let want = run_float(&g, &frames[0]);
+    let got = nnac_passes::run_quantized(q, &frames[0]).unwrap();
+    let db = sqnr_db(&want["y"], &got["y"]);
+    assert!(db > 30.0, "SQNR {db:.1} dB");
+}
+
+#[test]
+fn shuffle_chain_with_another_reader_or_other_perm_stays() {
+    // The transpose is also a graph output: nothing is rewritten.
+    let f = fuse(&shuffle_net(3, false, true));
+    assert_eq!(
+        count(&f, |op| matches!(op, Op::Nna(NnaOp::ChannelShuffle { .. }))),
+        0
+    );
+    // A transpose moving a spatial axis is not a channel shuffle.
+    let mut rng = Rng(33);
+    let mut g = Graph::new("not_shuffle");
+    let x = input(&mut g, &[1, 4, 6, 6]);
+    let c = conv(&mut g, &mut rng, "conv1", x, 12, 1, 1, 1);
+    let split = node(
+        &mut g,
+        "split",
+        Op::Reshape {
+            shape: vec![1, 3, 4, 6, 6],
+        },
+        &[c],
+    );
+    let perm = vec![0, 2, 1, 4, 3];
+    let t = node(&mut g, "transpose", Op::Transpose { perm }, &[split]);
+    let shape = vec![1, 12, 6, 6];
+    let merged = node(&mut g, "merge", Op::Reshape { shape }, &[t]);
+    out(&mut g, merged);
+    let f = fuse(&g);
+    assert!(
+        mnemonics(&f).contains(&"nna.host".to_string()),
+        "{:?}",
+        mnemonics(&f)
+    );
+}

@@ -203,6 +203,14 @@ fn eval_node(
                 .collect::<Result<_, PassError>>()?;
             QVal::Codes(concat(&parts, *axis))
         }
+        Op::Nna(NnaOp::ChannelShuffle { groups }) => {
+            let shape = &g.value_type(ins[0]).shape;
+            QVal::Codes(nnac_interp::kernels::channel_shuffle(
+                arg(0)?,
+                shape,
+                *groups,
+            ))
+        }
         Op::Nna(NnaOp::Host(op)) => QVal::Codes(host::run(g, id, op, vals)?),
         other => {
             return Err(PassError::node(

@@ -5,7 +5,8 @@
 //!    before the pooling unit), by the calibration method; graph inputs always by
 //!    min/max (never clipped).
 //! 2. Values that must share one buffer encoding share one quantization: the inputs and
-//!    output of a placement concat, and the input and output of a reshape (a view).
+//!    output of a placement concat, the input and output of a reshape (a view), and of
+//!    a channel shuffle (a permutation: the codes move unchanged).
 //!    Their ranges are merged. Inputs of deconvolutions are symmetric (zero point 0).
 //! 3. Every non-constant node's output type becomes uint8 (range >= 0) or int8 (zero
 //!    point) with per-tensor quantization; graph inputs too (the runtime quantizes).
@@ -128,7 +129,7 @@ fn share_groups(g: &Graph, values: &[NodeId]) -> BTreeMap<NodeId, NodeId> {
     for &n in values {
         if matches!(
             g.node(n).op,
-            Op::Nna(NnaOp::Concat { .. }) | Op::Reshape { .. }
+            Op::Nna(NnaOp::Concat { .. } | NnaOp::ChannelShuffle { .. }) | Op::Reshape { .. }
         ) {
             for v in g.node_inputs(n) {
                 if parent.contains_key(&v.node) {
@@ -160,6 +161,9 @@ pub fn input_code_max(g: &Graph, v: Value) -> i64 {
     let t = g.value_type(v);
     let (lo, hi) = params::code_range(t.dtype);
     let (lo, hi) = match &g.node(v.node).op {
+        Op::Nna(NnaOp::ChannelShuffle { .. }) => {
+            return input_code_max(g, g.node_inputs(v.node)[0])
+        }
         Op::Nna(op) => match op.epilogue().and_then(|e| e.requant.as_ref()) {
             Some(Requant::Int { lo, hi, .. } | Requant::Float { lo, hi, .. }) => (*lo, *hi),
             None => (lo, hi),
