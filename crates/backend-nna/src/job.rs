@@ -58,6 +58,17 @@ pub enum JobKind {
 }
 
 impl JobKind {
+    /// How many instructions the job emits (one per tile; one DMA or STOP; a read
+    /// split into bands by `bands::reads` is counted once).
+    pub fn instr_count(&self) -> usize {
+        match self {
+            JobKind::Dot { tiles, .. }
+            | JobKind::Scale { tiles, .. }
+            | JobKind::Eltwise { tiles, .. } => tiles.len(),
+            JobKind::Read { .. } | JobKind::Write { .. } | JobKind::Stop => 1,
+        }
+    }
+
     /// Buffers the job's instructions read and write (whole buffers: conservative).
     pub fn access(&self) -> (Vec<usize>, Vec<usize>) {
         match self {

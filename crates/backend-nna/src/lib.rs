@@ -59,6 +59,7 @@ pub mod prefetch;
 pub mod resident;
 pub mod seq_rule;
 mod seq_tiles;
+mod shuffle;
 pub mod simd;
 pub mod spill;
 pub mod split;

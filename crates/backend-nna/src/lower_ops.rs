@@ -389,15 +389,17 @@ impl<'g> Walk<'g> {
             ..Scale::default()
         };
         if self.out.sp.px_split {
-            return self.px_split(id, &[xs], out, cb, |rows, l, o, tiles| JobKind::Scale {
-                t: Scale {
-                    h: rows,
-                    in_chan_pitch: l[0].1,
-                    out_chan_pitch: o.1,
-                    ..t.clone()
-                },
-                bufs: [l[0].0, o.0, (cb, 0)],
-                tiles,
+            return self.px_split(id, &[xs], out, Some(cb), |rows, l, o, tiles| {
+                vec![JobKind::Scale {
+                    t: Scale {
+                        h: rows,
+                        in_chan_pitch: l[0].1,
+                        out_chan_pitch: o.1,
+                        ..t.clone()
+                    },
+                    bufs: [l[0].0, o.0, (cb, 0)],
+                    tiles,
+                }]
             });
         }
         let (Src::Sram(x), Src::Sram(out)) = (xs, out) else {
@@ -458,16 +460,18 @@ impl<'g> Walk<'g> {
         };
         if self.out.sp.px_split {
             let ins = [a_src, b_src];
-            return self.px_split(id, &ins, out, cb, |rows, l, o, tiles| JobKind::Eltwise {
-                t: Eltwise {
-                    h: rows,
-                    a_chan_pitch: l[0].1,
-                    b_chan_pitch: l[1].1,
-                    out_chan_pitch: o.1,
-                    ..t.clone()
-                },
-                bufs: [l[0].0, l[1].0, o.0, (cb, 0)],
-                tiles,
+            return self.px_split(id, &ins, out, Some(cb), |rows, l, o, tiles| {
+                vec![JobKind::Eltwise {
+                    t: Eltwise {
+                        h: rows,
+                        a_chan_pitch: l[0].1,
+                        b_chan_pitch: l[1].1,
+                        out_chan_pitch: o.1,
+                        ..t.clone()
+                    },
+                    bufs: [l[0].0, l[1].0, o.0, (cb, 0)],
+                    tiles,
+                }]
             });
         }
         let (Src::Sram(a), Src::Sram(b), Src::Sram(out)) = (a_src, b_src, out) else {

@@ -1,4 +1,4 @@
-//! Splitting a pixel-wise layer (ELTWISE, SCALE without pooling) whose inputs,
+//! Splitting a pixel-wise layer (ELTWISE, SCALE without pooling, channel shuffle) whose inputs,
 //! output and channel table do not fit its SRAM budget: bands of rows (no halo),
 //! each band a step of its own; spilled inputs are filled and a spilled output is
 //! written back band by band, resident ones are read / written in place.
@@ -24,17 +24,16 @@ fn band_rows(h: u32, row_stream: u64, fixed: u64, budget: u64) -> (u32, bool) {
 }
 
 impl Walk<'_> {
-    /// Activation bytes of `id`'s inputs and output and its channel table, and the
-    /// same per row (all streamed): `(whole, per_row)`; `None` for other ops.
+    /// Activation bytes of `id`'s inputs and output, the same per row (all streamed)
+    /// and the bytes of its channel table: `(whole, per_row, table)`; `None` for
+    /// other ops. (A channel shuffle has no table.)
     fn px_sizes(&self, id: NodeId) -> Option<(u64, u64, u64)> {
-        let pixelwise = match &self.g.node(id).op {
+        let table = match &self.g.node(id).op {
             Op::Nna(NnaOp::Eltwise(_)) => true,
-            Op::Nna(NnaOp::Scale(s)) => s.pool.is_none(),
-            _ => false,
+            Op::Nna(NnaOp::Scale(s)) if s.pool.is_none() => true,
+            Op::Nna(NnaOp::ChannelShuffle { .. }) => false,
+            _ => return None,
         };
-        if !pixelwise {
-            return None;
-        }
         let node = self.g.node(id);
         let out = crate::act::Act::of(&node.name, &node.outputs[0]).ok()?;
         let mut whole = out.bytes();
@@ -48,7 +47,11 @@ impl Walk<'_> {
             whole += a.bytes();
             per_row += a.row_bytes();
         }
-        Some((whole, per_row, 16 * u64::from(out.c)))
+        Some((
+            whole,
+            per_row,
+            if table { 16 * u64::from(out.c) } else { 0 },
+        ))
     }
 
     /// Decides whether pixel-wise `id` runs in bands (before its inputs are brought
@@ -62,16 +65,17 @@ impl Walk<'_> {
     }
 
     /// Pushes the banded jobs of a pixel-wise layer: `inputs` and `out` (resident or
-    /// spilled, `h` rows of `w` pixels, `c` channels) and `job(rows, inputs, out,
-    /// tiles)` building one band's job (operands as location and channel pitch: a
-    /// resident tensor keeps its own, a band buffer has `rows * row_pitch`).
+    /// spilled, `h` rows of `w` pixels, `c` channels), its channel table (if any) and
+    /// `job(rows, inputs, out, tiles)` building one band's jobs (operands as location
+    /// and channel pitch: a resident tensor keeps its own, a band buffer has
+    /// `rows * row_pitch`; `tiles` cover the band's pixels and all `c` channels).
     pub(crate) fn px_split(
         &mut self,
         id: NodeId,
         inputs: &[Src],
         out: Src,
-        table: usize,
-        job: impl Fn(u32, &[(Loc, u32)], (Loc, u32), Vec<Tile>) -> JobKind,
+        table: Option<usize>,
+        job: impl Fn(u32, &[(Loc, u32)], (Loc, u32), Vec<Tile>) -> Vec<JobKind>,
     ) -> Result<(), String> {
         let name = self.g.node(id).name.clone();
         let o = out.act().clone();
@@ -88,7 +92,7 @@ impl Walk<'_> {
             .filter(|s| !streamed(s))
             .map(|s| s.act().bytes())
             .sum::<u64>()
-            + 16 * u64::from(o.c);
+            + table.map_or(0, |_| 16 * u64::from(o.c));
         let budget = self.out.sp.plan.budget_of(id, self.hw.sram_bytes);
         let (rows, double) = band_rows(o.h, row_stream, fixed, budget);
         let overlap = double && self.prefetch_ok(Some(id));
@@ -129,12 +133,13 @@ impl Walk<'_> {
                 }
             };
             let tl = tiles(n * o.w, o.c, self.tile_pixels, self.hw.mac_cols);
-            total += tl.len();
-            let kind = job(n, &locs, out_loc, tl);
-            self.out.jobs.push(crate::job::Job {
-                node: name.clone(),
-                kind,
-            });
+            for kind in job(n, &locs, out_loc, tl) {
+                total += kind.instr_count();
+                self.out.jobs.push(crate::job::Job {
+                    node: name.clone(),
+                    kind,
+                });
+            }
             for l in locs.iter().chain(std::iter::once(&out_loc)) {
                 let b = &mut self.out.bufs[l.0 .0];
                 b.last = b.last.max(self.step);
@@ -150,8 +155,10 @@ impl Walk<'_> {
                 b.last = b.last.max(self.step);
             }
         }
-        let t = &mut self.out.bufs[table];
-        t.last = t.last.max(self.step);
+        if let Some(table) = table {
+            let t = &mut self.out.bufs[table];
+            t.last = t.last.max(self.step);
+        }
         if let Src::Dram(h) = out {
             self.out.sp.homes.insert(id, h);
         }

@@ -1,7 +1,8 @@
-//! Host ops end to end: graphs with Softmax, LRN, Transpose and 5-D reshapes (ops
-//! the NNA has no instruction for) compile to programs of several segments whose
-//! host ops run between them; every output byte equals the quantized reference
-//! interpreter's under several schedules.
+//! Host ops end to end: graphs with Softmax and LRN (ops the NNA has no instruction
+//! for) compile to programs of several segments whose host ops run between them;
+//! every output byte equals the quantized reference interpreter's under several
+//! schedules. ShuffleNet's channel shuffle (5-D reshape, transpose, reshape) is not a
+//! host op: it runs on the NNA as SCALE copies.
 
 mod common;
 
@@ -113,32 +114,53 @@ fn lrn_between_convolutions_round_trips_through_dram() {
     assert_eq!(stops(&p), 2, "{ops:?}");
 }
 
-#[test]
-fn channel_shuffle_is_a_host_chain_in_dram() {
-    // ShuffleNet's channel shuffle: reshape to 5-D, transpose, reshape back.
+/// conv -> relu -> ShuffleNet's channel shuffle written as Reshape [1, a, C/a, H, W]
+/// -> Transpose(0,2,1,3,4) -> Reshape back -> conv.
+fn shuffle_graph(c: usize, a: usize, shape: [usize; 4]) -> Graph {
     let mut rng = Rng(9);
     let mut g = Graph::new("shuffle");
-    let x = input(&mut g, &[1, 8, 6, 6]);
-    let c = conv(&mut g, &mut rng, "conv1", x, 12, 1, 1, 1);
-    let r = relu(&mut g, "relu1", c);
-    let a = reshape(&mut g, "split", r, &[1, 3, 4, 6, 6]);
-    let t = node(
-        &mut g,
-        "shuffle",
-        Op::Transpose {
-            perm: vec![0, 2, 1, 3, 4],
-        },
-        &[a],
-    );
-    let b = reshape(&mut g, "merge", t, &[1, 12, 6, 6]);
-    let c2 = conv(&mut g, &mut rng, "conv2", b, 8, 3, 1, 1);
+    let [_, _, h, w] = shape;
+    let x = input(&mut g, &shape);
+    let c1 = conv(&mut g, &mut rng, "conv1", x, c, 1, 1, 1);
+    let r = relu(&mut g, "relu1", c1);
+    let split = reshape(&mut g, "split", r, &[1, a, c / a, h, w]);
+    let perm = vec![0, 2, 1, 3, 4];
+    let t = node(&mut g, "shuffle", Op::Transpose { perm }, &[split]);
+    let merged = reshape(&mut g, "merge", t, &[1, c, h, w]);
+    let c2 = conv(&mut g, &mut rng, "conv2", merged, 8, 3, 1, 1);
     g.add_output("y", c2);
-    let p = compile_and_check(g, &[1, 8, 6, 6]);
-    let ops = host_ops(&p);
-    // Three host ops after one STOP: the DRAM chain needs no round trip.
-    assert_eq!(ops.len(), 3, "{ops:?}");
-    assert!(ops.iter().all(|o| o.ends_with("@0")), "{ops:?}");
-    assert_eq!(stops(&p), 2);
+    g
+}
+
+#[test]
+fn channel_shuffle_runs_on_the_nna_without_a_stop() {
+    // 12 channels in 3 groups of 4 (3 copies of 4 planes), its inverse (4 groups of
+    // 3: 3 copies of 4 planes seen from the output), 12 in 6 groups of 2 (2 copies of
+    // 6), on a 6x6 and a 20x20 map (5 pixel tiles per copy).
+    for (a, hw_, copies) in [(3, 6, 3), (4, 6, 3), (6, 6, 2), (3, 20, 3)] {
+        let shape = [1, 8, hw_, hw_];
+        let p = compile_and_check(shuffle_graph(12, a, shape), &shape);
+        assert!(host_ops(&p).is_empty(), "{:?}", host_ops(&p));
+        // Only the program's last STOP: no DRAM round trip.
+        assert_eq!(stops(&p), 1);
+        let body = &p.instrs[p.body_start()..];
+        let scales: Vec<_> = body
+            .iter()
+            .filter_map(|i| match i {
+                Instr::Scale(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        let tiles = (hw_ * hw_).div_ceil(96);
+        assert_eq!(scales.len(), copies * tiles, "a={a} {hw_}x{hw_}");
+        assert!(scales.iter().all(|s| s.c == 12 / copies as u32));
+        // No DMA in the body but the input, the output and nothing else.
+        let dmas = body
+            .iter()
+            .filter(|i| matches!(i, Instr::DmaRead(_) | Instr::DmaWrite(_)))
+            .count();
+        assert!(dmas <= 2 * 16, "{dmas} DMAs");
+    }
 }
 
 #[test]

@@ -149,6 +149,34 @@ fn eltwise_larger_than_sram_runs_in_bands() {
 }
 
 #[test]
+fn channel_shuffle_larger_than_sram_runs_in_bands() {
+    // 16 channels of 48x48 (36.9 KB) shuffled in 4 groups: input and output do not fit
+    // in 48 KB next to each other, so the SCALE copies run in bands of rows.
+    let shape = [1, 4, 48, 48];
+    let mut rng = Rng(28);
+    let mut g = Graph::new("bigshuffle");
+    let x = input(&mut g, &shape);
+    let c = conv(&mut g, &mut rng, "c", x, 16, 1, 1, 1);
+    let r = relu(&mut g, "r", c);
+    let op = |shape: &[usize]| Op::Reshape {
+        shape: shape.to_vec(),
+    };
+    let split = node(&mut g, "split", op(&[1, 4, 4, 48, 48]), &[r]);
+    let perm = vec![0, 2, 1, 3, 4];
+    let t = node(&mut g, "t", Op::Transpose { perm }, &[split]);
+    let merged = node(&mut g, "shuffle", op(&[1, 16, 48, 48]), &[t]);
+    g.add_output("y", merged);
+    let q = quantize_graph(g, &shape);
+    let (_, rep) = run_checked(&q, &hw(48 << 10), &shape, 9);
+    assert!(split_of(&rep, "shuffle").bands > 1, "{rep:?}");
+    // With the full SRAM: one step, 4 copies of 4 planes, 24 tiles each.
+    let (p, big) = run_checked(&q, &HwConfig::fsd(), &shape, 9);
+    assert!(big.splits.is_empty(), "{big:?}");
+    let scales = p.instrs.iter().filter(|i| matches!(i, Instr::Scale(_)));
+    assert_eq!(scales.count(), 4 * 24);
+}
+
+#[test]
 fn weights_are_prefetched_as_far_as_sram_allows() {
     let shape = [1, 8, 12, 12];
     let mut rng = Rng(25);

@@ -1,0 +1,188 @@
+//! Channel shuffle (`NnaOp::ChannelShuffle`): a permutation of whole channel planes,
+//! done by SCALE instructions running the identity program (no DRAM round trip).
+//!
+//! With `C = g * n` channels, output channel `j*g + i` is input channel `i*n + j`.
+//! In a layout with channel pitch `CP` (planar: `H*W`) that is `g` copies of `n`
+//! planes: copy `i` reads channels `i*n .. i*n+n` (input at `i*n*CP_in`, pitch
+//! `CP_in`) and writes output channels `i, i+g, ...` (output at `i*CP_out`, pitch
+//! `g*CP_out`); or, the same permutation seen from the output, `n` copies of `g`
+//! planes: copy `j` reads channels `j, j+n, ...` (at `j*CP_in`, pitch `n*CP_in`) and
+//! writes channels `j*g .. j*g+g` (at `j*g*CP_out`, pitch `CP_out`). The backend
+//! takes the view with more channels per copy (fewer instructions: a SCALE tile holds
+//! up to 96 channels of up to 96 pixels); the SIMD work is the same, one row per
+//! channel and 96 pixels (docs/PERFORMANCE.md 1.5).
+//!
+//! Each SCALE reads the codes with `in_zero = 0` and runs the identity program
+//! (`FUSED_RELU` by `2^30 >> 30`, clamped to the code range): the output code is the
+//! input code, exactly, as the quantized reference interpreter's permutation. It
+//! reads no channel table. Pitches are taken from the operands' layouts, so the
+//! copies also work on band buffers of a layer split into row bands (`split_px.rs`).
+
+use crate::job::{tiles, Job, JobKind, Loc};
+use crate::lower::Walk;
+use crate::simd::identity_program;
+use crate::spill::Src;
+use nnac_ir::NodeId;
+use nnac_isa::Scale;
+
+/// One view of the permutation: `count` copies of `chans` channels; copy `k` starts
+/// at input channel `k * in_step` and output channel `k * out_step`; within a copy
+/// consecutive channels are `in_mul` input and `out_mul` output channels apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Copies {
+    count: u32,
+    chans: u32,
+    in_step: u32,
+    in_mul: u32,
+    out_step: u32,
+    out_mul: u32,
+}
+
+/// The view of a shuffle of `c` channels in `g` groups with more channels per copy.
+fn copies(c: u32, g: u32) -> Copies {
+    let n = c / g;
+    if g <= n {
+        Copies {
+            count: g,
+            chans: n,
+            in_step: n,
+            in_mul: 1,
+            out_step: 1,
+            out_mul: g,
+        }
+    } else {
+        Copies {
+            count: n,
+            chans: g,
+            in_step: 1,
+            in_mul: n,
+            out_step: g,
+            out_mul: 1,
+        }
+    }
+}
+
+impl Copies {
+    /// The SCALE jobs of the copies over `rows` rows of template `t`, input at `x`
+    /// and output at `o` (location, channel pitch).
+    fn jobs(
+        &self,
+        t: &Scale,
+        rows: u32,
+        x: (Loc, u32),
+        o: (Loc, u32),
+        tp: u32,
+        tc: u32,
+    ) -> Vec<JobKind> {
+        let (((xb, xo), xcp), ((ob, oo), ocp)) = (x, o);
+        (0..self.count)
+            .map(|k| JobKind::Scale {
+                t: Scale {
+                    h: rows,
+                    in_chan_pitch: xcp * self.in_mul,
+                    out_chan_pitch: ocp * self.out_mul,
+                    ..t.clone()
+                },
+                bufs: [
+                    (xb, xo + u64::from(k * self.in_step) * u64::from(xcp)),
+                    (ob, oo + u64::from(k * self.out_step) * u64::from(ocp)),
+                    // No channel table is read; any buffer will do for its address.
+                    (xb, xo),
+                ],
+                tiles: tiles(rows * t.w, self.chans, tp, tc),
+            })
+            .collect()
+    }
+}
+
+impl Walk<'_> {
+    pub(crate) fn channel_shuffle(&mut self, id: NodeId, groups: usize) -> Result<(), String> {
+        let ins = self.g.node_inputs(id);
+        let name = self.g.node(id).name.clone();
+        let xs = self.source(ins[0]).ok_or("input is not an activation")?;
+        let xa = xs.act().clone();
+        let g = u32::try_from(groups)
+            .ok()
+            .filter(|&g| g > 0 && xa.c % g == 0)
+            .ok_or_else(|| format!("{} channels in {groups} groups", xa.c))?;
+        let out = self.px_output(id)?;
+        let oa = out.act().clone();
+        if (xa.signed, xa.zero_point, xa.scale, xa.h, xa.w, xa.c)
+            != (oa.signed, oa.zero_point, oa.scale, oa.h, oa.w, oa.c)
+        {
+            return Err("channel shuffle changes the shape or the quantization".into());
+        }
+        let v = copies(xa.c, g);
+        let t = Scale {
+            h: xa.h,
+            w: xa.w,
+            c: v.chans,
+            in_row_pitch: xa.row_pitch,
+            in_pix_pitch: xa.pix_pitch,
+            out_row_pitch: oa.row_pitch,
+            out_pix_pitch: oa.pix_pitch,
+            in_signed: xa.signed,
+            out_signed: oa.signed,
+            in_zero: 0,
+            simd: identity_program(oa.signed),
+            ..Scale::default()
+        };
+        let (tp, tc) = (self.tile_pixels, self.hw.mac_cols);
+        if self.out.sp.px_split {
+            return self.px_split(id, &[xs], out, None, |rows, l, o, _| {
+                v.jobs(&t, rows, l[0], o, tp, tc)
+            });
+        }
+        let (Src::Sram(x), Src::Sram(out)) = (xs, out) else {
+            return Err("spilled operand of an unsplit channel shuffle".into());
+        };
+        let jobs = v.jobs(
+            &t,
+            xa.h,
+            (x.loc(), xa.chan_pitch),
+            (out.loc(), oa.chan_pitch),
+            tp,
+            tc,
+        );
+        let total = jobs.iter().map(JobKind::instr_count).sum();
+        self.out.layers.push((name.clone(), "SCALE".into(), total));
+        for kind in jobs {
+            self.out.jobs.push(Job {
+                node: name.clone(),
+                kind,
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The output channel each input channel lands in, by the copies.
+    fn mapping(c: u32, g: u32) -> Vec<u32> {
+        let v = copies(c, g);
+        let mut to = vec![u32::MAX; c as usize];
+        for k in 0..v.count {
+            for m in 0..v.chans {
+                let ic = k * v.in_step + m * v.in_mul;
+                to[ic as usize] = k * v.out_step + m * v.out_mul;
+            }
+        }
+        to
+    }
+
+    #[test]
+    fn both_views_are_the_shuffle() {
+        for (c, g) in [(12, 3), (12, 4), (112, 4), (8, 8), (8, 1), (6, 2)] {
+            let n = c / g;
+            let want: Vec<u32> = (0..c).map(|ic| (ic % n) * g + ic / n).collect();
+            assert_eq!(mapping(c, g), want, "{c} channels in {g} groups");
+        }
+        // More channels per copy: 4 copies of 28 for ShuffleNet's 112 in 4 groups,
+        // 4 copies of 28 for the inverse (28 groups).
+        assert_eq!((copies(112, 4).count, copies(112, 4).chans), (4, 28));
+        assert_eq!((copies(112, 28).count, copies(112, 28).chans), (4, 28));
+    }
+}
