@@ -543,3 +543,30 @@ fn bad_nna_pool_stage_is_reported() {
         );
     }
 }
+
+/// A channel shuffle whose groups do not divide the channels, or whose output is
+/// quantized differently from its input (it only moves codes), is a type violation.
+#[test]
+fn bad_channel_shuffle_is_reported() {
+    let mut g = nna_graph();
+    let s = node_of(&g, "shuffle");
+    g.node_mut(s).op = Op::Nna(NnaOp::ChannelShuffle { groups: 5 });
+    let e = of(&g, Invariant::Types);
+    assert!(
+        e.iter()
+            .any(|(n, m)| n == "shuffle" && m.contains("multiple")),
+        "{e:?}"
+    );
+    let mut g = nna_graph();
+    let s = node_of(&g, "shuffle");
+    g.node_mut(s).outputs[0].quant = Some(nnac_ir::Quant::PerTensor {
+        scale: 0.5,
+        zero_point: 0,
+    });
+    let e = of(&g, Invariant::Types);
+    assert!(
+        e.iter()
+            .any(|(n, m)| n == "shuffle" && m.contains("input's type")),
+        "{e:?}"
+    );
+}
