@@ -197,3 +197,88 @@ fn compile_progress_is_hidden_when_stderr_is_not_a_terminal() {
     assert!(!err.contains("calibrating"), "{err}");
     assert!(!err.contains('\r'), "{err}");
 }
+
+/// `--bias-correction`, `--percentile` and `--calib-method mse` reach the compiler:
+/// the program compiled with them runs on the simulator bit-exactly like `eval
+/// --quantized` with the same options, and differently from the default options.
+#[test]
+fn bias_correction_and_percentile_options_run_bit_exact_on_the_simulator() {
+    let d = tmp("bias_correction");
+    let (calib, input) = (d.join("calib.npy"), d.join("input.npy"));
+    frames(&calib, 3, 5);
+    frames(&input, 2, 11);
+    let m = model();
+    let m = m.to_str().unwrap();
+    let name = "save_infer_model_scale_0.tmp_1.npy";
+    let mut outs = Vec::new();
+    for (tag, extra) in [
+        ("plain", &[][..]),
+        (
+            "bc",
+            &[
+                "--bias-correction",
+                "--percentile",
+                "99.95",
+                "--calib-method",
+                "mse",
+            ][..],
+        ),
+    ] {
+        let prog = d.join(format!("{tag}.nnab"));
+        let mut args = vec![
+            "compile",
+            m,
+            "--input-shape",
+            SHAPE,
+            "--calib",
+            calib.to_str().unwrap(),
+            "-q",
+            "-o",
+            prog.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        ok(&nnac(&args));
+        let (sim, ev) = (d.join(format!("{tag}-sim")), d.join(format!("{tag}-eval")));
+        ok(&nnac(&[
+            "run",
+            prog.to_str().unwrap(),
+            "--input",
+            &format!("x={}", input.to_str().unwrap()),
+            "--output-dir",
+            sim.to_str().unwrap(),
+        ]));
+        let mut args = vec![
+            "eval",
+            m,
+            "--input-shape",
+            SHAPE,
+            "--input",
+            input.to_str().unwrap(),
+            "--output-dir",
+            ev.to_str().unwrap(),
+            "--quantized",
+            "--calib",
+            calib.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        ok(&nnac(&args));
+        let (s, e) = (
+            read_npy(sim.join(name)).unwrap().to_f32_vec(),
+            read_npy(ev.join(name)).unwrap().to_f32_vec(),
+        );
+        assert_eq!(s, e, "{tag}: simulator and quantized interpreter differ");
+        outs.push(std::fs::read(&prog).unwrap());
+    }
+    assert_ne!(outs[0], outs[1], "the options did not change the program");
+    let o = nnac(&[
+        "compile",
+        m,
+        "--input-shape",
+        SHAPE,
+        "--calib",
+        calib.to_str().unwrap(),
+        "--percentile",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+}

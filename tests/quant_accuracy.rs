@@ -4,7 +4,9 @@
 //!
 //! - PP-OCR orientation classifier: text-line crops of page.png and text.png, each
 //!   also rotated 180 degrees (scripts/make_ocr_crops.py), calibrated on synthetic
-//!   text lines: int8 predicts float's class on >= 99% of crops.
+//!   text lines: int8 predicts float's class on >= 99% of crops. Compiled with
+//!   empirical bias correction and percentile 99.95 (`cls_options`; chosen by the
+//!   output error on the calibration frames, docs/QUANTIZATION.md).
 //! - open_nsfw (Caffe): |p_int8 - p_float| <= 0.02 on photographs, calibrated on other
 //!   photographs.
 //! - PP-OCRv4 detector: mean text-mask IoU (probability > 0.3) between int8 and float
@@ -12,14 +14,15 @@
 //!   same percentile method; scripts/ort_quantize.py) on the same test frames.
 //!
 //! The classifier target is NOT met yet (docs/QUANTIZATION.md, issue 5): measured
-//! 88.7% agreement. Its test prints the target and asserts the measured level as a
+//! 93.0% agreement (88.7% with the default options). Its test prints the target and asserts the measured level as a
 //! regression floor (`CLS_FLOOR`); raise it to the target when the quantizer gets
 //! there. The open_nsfw and detector tests assert their targets.
 //!
 //! Needs the cache and venv of `scripts/setup.sh`; fails (never skips) without them.
 
-/// Classifier agreement measured on 2026-11-25 (394/444); the target is 0.99.
-const CLS_FLOOR: f64 = 0.88;
+/// Classifier agreement measured on 2026-11-26 (413/444 with `cls_options`); the
+/// target is 0.99.
+const CLS_FLOOR: f64 = 0.93;
 /// The open_nsfw target (measured 0.0101 on 2026-11-25).
 const NSFW_TARGET: f32 = 0.02;
 
@@ -95,9 +98,25 @@ fn onnx_model(file: &str, shape: &[usize]) -> Graph {
     nnac_frontend::load_model(&path, None, &opts).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 
+/// The classifier's options (`nnac compile --bias-correction --percentile 99.95`):
+/// of percentile 99.99 / 99.95 / 99.9 / 99.8 with bias correction, 99.95 has the
+/// least mean |p_int8 - p_float| on the calibration frames (measured 2026-11-26:
+/// 0.0146 / 0.0144 / 0.0292 / 0.0470).
+fn cls_options() -> PassOptions {
+    PassOptions {
+        bias_correction: true,
+        percentile: 99.95,
+        ..PassOptions::default()
+    }
+}
+
 /// Compiles (fold, fuse, calibrate, quantize) with the default options.
 fn quantize(g: &Graph, calib: &[Frame]) -> Graph {
-    let c = nnac_passes::compile_graph(g.clone(), calib, &PassOptions::default())
+    quantize_with(g, calib, &PassOptions::default())
+}
+
+fn quantize_with(g: &Graph, calib: &[Frame], opts: &PassOptions) -> Graph {
+    let c = nnac_passes::compile_graph(g.clone(), calib, opts)
         .unwrap_or_else(|e| panic!("compile: {e}"));
     assert_eq!(c.report.acc_overflows, 0, "accumulator overflows");
     c.graph
@@ -120,7 +139,7 @@ fn argmax(v: &[f32]) -> usize {
 fn ppocr_classifier_int8_agreement_target_99_percent_holds_measured_floor() {
     let dir = ocr_data();
     let g = onnx_model("ch_ppocr_mobile_v2.0_cls_infer.onnx", &[1, 3, 48, 192]);
-    let q = quantize(&g, &npy_frames(&dir.join("cls_calib.npy")));
+    let q = quantize_with(&g, &npy_frames(&dir.join("cls_calib.npy")), &cls_options());
     let test = npy_frames(&dir.join("cls_test.npy"));
     assert!(test.len() >= 100, "only {} crops", test.len());
     let mut agree = 0;

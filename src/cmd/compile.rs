@@ -20,8 +20,15 @@ pub struct Args {
     #[arg(long, value_name = "[INPUT=]PATH")]
     pub calib: Vec<String>,
     /// How activation ranges are chosen from calibration statistics.
-    #[arg(long, default_value = "percentile", value_parser = ["minmax", "percentile", "entropy"])]
+    #[arg(long, default_value = "percentile", value_parser = ["minmax", "percentile", "entropy", "mse"])]
     pub calib_method: String,
+    /// Percentile of |x| the `percentile` method clips at (0 < P <= 100).
+    #[arg(long, default_value_t = 99.99, value_name = "P")]
+    pub percentile: f32,
+    /// Empirical bias correction: subtract from every dot product's bias the mean
+    /// error of its int8 pre-activation against float on the calibration frames.
+    #[arg(long)]
+    pub bias_correction: bool,
     #[command(flatten)]
     pub pre: Preprocess,
     /// Output program (default: the model's file stem + `.nnab`).
@@ -180,6 +187,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
     let opts = PassOptions {
         calib_method: CalibMethod::from_name(&args.calib_method).expect("clap checked the value"),
+        percentile: args.percentile,
+        bias_correction: args.bias_correction,
         verify_each: args.verify_each,
         dump,
         progress: show_progress.then(|| Progress(Arc::new(draw_progress))),

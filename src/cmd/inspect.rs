@@ -46,8 +46,15 @@ pub struct Args {
     #[arg(long, value_name = "[INPUT=]PATH")]
     pub calib: Vec<String>,
     /// Calibration method for the quantization table.
-    #[arg(long, default_value = "percentile", value_parser = ["minmax", "percentile", "entropy"])]
+    #[arg(long, default_value = "percentile", value_parser = ["minmax", "percentile", "entropy", "mse"])]
     pub calib_method: String,
+    /// Percentile of |x| the `percentile` method clips at (0 < P <= 100).
+    #[arg(long, default_value_t = 99.99, value_name = "P")]
+    pub percentile: f32,
+    /// Empirical bias correction: subtract from every dot product's bias the mean
+    /// error of its int8 pre-activation against float on the calibration frames.
+    #[arg(long)]
+    pub bias_correction: bool,
     #[command(flatten)]
     pub pre: Preprocess,
 }
@@ -57,6 +64,8 @@ fn quant_table(g: &Graph, args: &Args) -> Result<String, CliError> {
     let frames = calib_frames(&args.calib, &args.pre, g)?;
     let opts = PassOptions {
         calib_method: CalibMethod::from_name(&args.calib_method).expect("clap checked the value"),
+        percentile: args.percentile,
+        bias_correction: args.bias_correction,
         ..PassOptions::default()
     };
     let compiled = nnac_passes::compile_graph(g.clone(), &frames, &opts)

@@ -44,13 +44,17 @@ pub enum CalibMethod {
     Percentile,
     /// KL-divergence threshold search (TensorRT's entropy calibration).
     Entropy,
+    /// The threshold of least expected quantization MSE (clipping + rounding error)
+    /// over the calibration histogram, per tensor.
+    Mse,
 }
 
 impl CalibMethod {
-    pub const ALL: [CalibMethod; 3] = [
+    pub const ALL: [CalibMethod; 4] = [
         CalibMethod::MinMax,
         CalibMethod::Percentile,
         CalibMethod::Entropy,
+        CalibMethod::Mse,
     ];
 
     pub fn name(self) -> &'static str {
@@ -58,6 +62,7 @@ impl CalibMethod {
             CalibMethod::MinMax => "minmax",
             CalibMethod::Percentile => "percentile",
             CalibMethod::Entropy => "entropy",
+            CalibMethod::Mse => "mse",
         }
     }
 
@@ -79,6 +84,9 @@ pub struct PassOptions {
     pub calib_method: CalibMethod,
     /// Percentile for [`CalibMethod::Percentile`] (e.g. 99.99).
     pub percentile: f32,
+    /// Empirical bias correction of every dot op on the calibration frames
+    /// (`quant::bias_correct`).
+    pub bias_correction: bool,
     /// Run the verifier after every pass also in release builds.
     pub verify_each: bool,
     pub dump: Option<DumpSpec>,
@@ -100,6 +108,7 @@ impl Default for PassOptions {
         PassOptions {
             calib_method: CalibMethod::Percentile,
             percentile: 99.99,
+            bias_correction: false,
             verify_each: false,
             dump: None,
             skip_quantization: false,

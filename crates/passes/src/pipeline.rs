@@ -250,7 +250,21 @@ pub fn compile_graph(
             (None, None) => unreachable!("not measured: calibrated early; measured: copied"),
         };
         let t = Instant::now();
-        let layers = quant::quantize(&mut g, &r.ctx, &stats, opts.calib_method, opts.percentile)?;
+        let mut layers =
+            quant::quantize(&mut g, &r.ctx, &stats, opts.calib_method, opts.percentile)?;
+        if opts.bias_correction {
+            let done = quant::bias_correct::correct_biases(&mut g, &stats, calib_frames)?;
+            for c in &done {
+                if let Some(a) = layers
+                    .iter_mut()
+                    .find(|l| l.name == c.layer)
+                    .and_then(|l| l.acc.as_mut())
+                {
+                    a.bound = a.bound.max(c.acc_bound);
+                }
+            }
+            rep.bias_correction = done;
+        }
         r.times
             .push((QUANTIZE.into(), t.elapsed().as_secs_f64() * 1e3));
         r.check(&g, QUANTIZE)?;

@@ -62,6 +62,8 @@ pub struct Report {
     pub acc_overflows: u64,
     /// Layers whose weights were rescaled to respect the 30-bit accumulator.
     pub acc_rescaled_layers: Vec<String>,
+    /// Per dot op, what empirical bias correction changed (empty when it is off).
+    pub bias_correction: Vec<crate::quant::bias_correct::BiasCorrection>,
     /// Wall time per pass in milliseconds (not serialized: not deterministic).
     #[serde(skip)]
     pub pass_ms: Vec<(String, f64)>,

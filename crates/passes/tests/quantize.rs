@@ -415,3 +415,53 @@ fn bad_calibration_frames_are_errors() {
         .unwrap();
     assert!(err.to_string().contains("input 'x' needs shape"), "{err}");
 }
+
+/// Empirical bias correction (`PassOptions::bias_correction`): on the calibration
+/// frames, the mean error of the fully connected logits (a dot op without activation)
+/// per output channel shrinks to about the output's rounding; every dot op is listed
+/// in the report; the result is deterministic and never overflows the accumulator.
+#[test]
+fn bias_correction_removes_the_mean_error_on_the_calibration_frames() {
+    let on = PassOptions {
+        bias_correction: true,
+        ..Default::default()
+    };
+    for seed in 40..43 {
+        let g = net(seed);
+        let calib = heavy_frames(seed * 3, 6);
+        let plain = compile_graph(g.clone(), &calib, &PassOptions::default()).unwrap();
+        let done = compile_graph(g.clone(), &calib, &on).unwrap();
+        assert_eq!(done.report.acc_overflows, 0);
+        assert!(plain.report.bias_correction.is_empty());
+        let dots = done
+            .graph
+            .node_ids()
+            .into_iter()
+            .filter(|&n| matches!(done.graph.node(n).op, Op::Nna(NnaOp::Dot(_))))
+            .count();
+        assert_eq!(done.report.bias_correction.len(), dots);
+        let again = compile_graph(g.clone(), &calib, &on).unwrap();
+        assert_eq!(nnac_ir::print(&again.graph), nnac_ir::print(&done.graph));
+        // Per-channel mean error of the logits over the calibration frames.
+        let mean_err = |q: &Graph| {
+            let mut sum = [0f64; 10];
+            for f in &calib {
+                let (want, got) = (run_float(&g, f), run_quantized(q, f).unwrap());
+                let (w, o) = (want["logits"].to_f32_vec(), got["logits"].to_f32_vec());
+                for c in 0..10 {
+                    sum[c] += f64::from(o[c] - w[c]) / calib.len() as f64;
+                }
+            }
+            sum.iter().fold(0f64, |m, x| m.max(x.abs()))
+        };
+        let fc = done.graph.find("fc").unwrap();
+        let Some(nnac_ir::Quant::PerTensor { scale, .. }) = done.graph.node(fc).outputs[0].quant
+        else {
+            panic!("fc output not per-tensor quantized")
+        };
+        let (before, after) = (mean_err(&plain.graph), mean_err(&done.graph));
+        eprintln!("seed {seed}: max |mean logit error| {before:.4} -> {after:.4} (step {scale})");
+        assert!(after <= before + 1e-6, "{before} -> {after}");
+        assert!(after <= 0.75 * f64::from(scale), "{after} vs step {scale}");
+    }
+}

@@ -4,9 +4,11 @@
 
 mod entropy;
 mod histogram;
+mod mse;
 
 pub use entropy::kl_threshold;
 pub use histogram::{Histogram, BINS};
+pub use mse::mse_threshold;
 
 use crate::float_eval::{run_observed, Frame};
 use crate::float_ref::{FloatRef, FrameValues};
@@ -25,6 +27,11 @@ pub struct Stats {
     pub max: f32,
     pub hist: Histogram,
     pub seen: bool,
+    /// Per-channel sums (axis 1 of a `[1, C, ...]` value) over all frames and
+    /// positions, and the number of samples per channel: the float means bias
+    /// correction aims the int8 dot products at.
+    pub chan_sum: Vec<f64>,
+    pub chan_samples: u64,
 }
 
 impl Stats {
@@ -42,6 +49,39 @@ impl Stats {
         self.hist.add_with_max(xs, (-lo).max(hi).max(0.0));
     }
 
+    /// Adds the per-channel sums of a `[1, C, ...]` value (other shapes are skipped).
+    pub fn add_channels(&mut self, shape: &[usize], xs: &[f32]) {
+        if shape.len() < 2 || shape[0] != 1 || shape[1] == 0 || xs.is_empty() {
+            return;
+        }
+        let c = shape[1];
+        if self.chan_sum.len() != c {
+            if !self.chan_sum.is_empty() {
+                return;
+            }
+            self.chan_sum = vec![0.0; c];
+        }
+        let per = xs.len() / c;
+        let sums: Vec<f64> = xs
+            .par_chunks(per.max(1))
+            .map(|p| p.iter().map(|&x| f64::from(x)).sum::<f64>())
+            .collect();
+        self.chan_sum
+            .iter_mut()
+            .zip(&sums)
+            .for_each(|(a, b)| *a += b);
+        self.chan_samples += per as u64;
+    }
+
+    /// The float mean of every channel (empty when no channel sums were kept).
+    pub fn chan_means(&self) -> Vec<f64> {
+        if self.chan_samples == 0 {
+            return Vec::new();
+        }
+        let n = self.chan_samples as f64;
+        self.chan_sum.iter().map(|s| s / n).collect()
+    }
+
     /// The range `[lo, hi]` to quantize to (always contains 0). Clipping methods need
     /// a populated histogram: with fewer than [`MIN_CLIP_SAMPLES`] nonzero samples
     /// (e.g. logits of a few calibration frames) the value keeps its min/max range —
@@ -55,6 +95,7 @@ impl Stats {
             CalibMethod::MinMax => return (lo, hi),
             CalibMethod::Percentile => self.hist.percentile(f64::from(percentile) / 100.0),
             CalibMethod::Entropy => kl_threshold(&self.hist, if lo < 0.0 { 128 } else { 256 }),
+            CalibMethod::Mse => mse_threshold(&self.hist, lo, hi),
         };
         (lo.max(-t), hi.min(t))
     }
@@ -111,7 +152,9 @@ pub fn collect(
             let name = &g.node(v.node).name;
             if v.port == 0 && t.dtype() == DType::F32 {
                 if let Some(xs) = t.as_f32() {
-                    stats.entry(name.clone()).or_default().add(xs);
+                    let st = stats.entry(name.clone()).or_default();
+                    st.add(xs);
+                    st.add_channels(&t.shape, xs);
                 }
             }
             if kept.is_some_and(|k| k.wants(name)) {

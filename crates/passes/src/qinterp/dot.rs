@@ -40,42 +40,12 @@ pub fn run(
     trace: &mut QTrace,
 ) -> Result<Vec<i32>, PassError> {
     let node = g.node(id);
-    let ins = g.node_inputs(id);
     let rq = d
         .epilogue
         .requant
         .as_ref()
         .ok_or_else(|| PassError::node("qinterp", &node.name, "dot op is not quantized"))?;
-    let xt = g.value_type(ins[0]);
-    let ws = &g.value_type(ins[1]).shape;
-    let (_, zp) = scale_zp(xt);
-    let narrow = |codes: &[i32], what: &str| {
-        gemm::to_i16(codes).map_err(|c| {
-            PassError::node(
-                "qinterp",
-                &node.name,
-                format!("{what} code {c} is not an 8-bit code"),
-            )
-        })
-    };
-    let w = match w {
-        Weights::Int8(w) => w.iter().map(|&c| i16::from(c)).collect(),
-        Weights::Codes(w) => narrow(w, "weight")?,
-    };
-    let x = narrow(x, "input")?;
-    let zp = narrow(&[zp], "input zero point")?[0];
-    let (x, w) = (x.as_slice(), w.as_slice());
-    let (acc, m, spatial) = match &d.kind {
-        DotKind::Conv(a) => {
-            let (acc, oh, ow) = conv_acc(a, x, &xt.shape, w, ws, bias, zp);
-            (acc, ws[0], vec![oh, ow])
-        }
-        DotKind::Deconv(a) => {
-            let (acc, oh, ow) = deconv_acc(a, x, &xt.shape, w, ws, bias);
-            (acc, ws[1] * a.group, vec![oh, ow])
-        }
-        DotKind::Inner => (inner_acc(x, &xt.shape, w, ws, bias), ws[0], vec![]),
-    };
+    let (acc, m, spatial) = accumulators(g, id, d, (x, w, bias))?;
     let out_t = &node.outputs[0];
     let act = d.epilogue.act.as_ref();
     // One value through the 30-bit wrap, the SIMD epilogue and the 8-bit saturation;
@@ -109,6 +79,49 @@ pub fn run(
     Ok(match &d.pool {
         Some(p) => pool(p, &codes, m, spatial[0], spatial[1], scale_zp(out_t).1),
         None => codes,
+    })
+}
+
+/// The exact (unwrapped) accumulators of a dot op, the number of output channels and
+/// the output's spatial size (empty for an inner product): channel-major `[M, P]`
+/// for convolutions, rows of `[N, M]` for an inner product.
+pub(crate) fn accumulators(
+    g: &Graph,
+    id: NodeId,
+    d: &DotOp,
+    (x, w, bias): (&[i32], Weights<'_>, &[i32]),
+) -> Result<(Vec<i64>, usize, Vec<usize>), PassError> {
+    let node = g.node(id);
+    let ins = g.node_inputs(id);
+    let xt = g.value_type(ins[0]);
+    let ws = &g.value_type(ins[1]).shape;
+    let (_, zp) = scale_zp(xt);
+    let narrow = |codes: &[i32], what: &str| {
+        gemm::to_i16(codes).map_err(|c| {
+            PassError::node(
+                "qinterp",
+                &node.name,
+                format!("{what} code {c} is not an 8-bit code"),
+            )
+        })
+    };
+    let w = match w {
+        Weights::Int8(w) => w.iter().map(|&c| i16::from(c)).collect(),
+        Weights::Codes(w) => narrow(w, "weight")?,
+    };
+    let x = narrow(x, "input")?;
+    let zp = narrow(&[zp], "input zero point")?[0];
+    let (x, w) = (x.as_slice(), w.as_slice());
+    Ok(match &d.kind {
+        DotKind::Conv(a) => {
+            let (acc, oh, ow) = conv_acc(a, x, &xt.shape, w, ws, bias, zp);
+            (acc, ws[0], vec![oh, ow])
+        }
+        DotKind::Deconv(a) => {
+            let (acc, oh, ow) = deconv_acc(a, x, &xt.shape, w, ws, bias);
+            (acc, ws[1] * a.group, vec![oh, ow])
+        }
+        DotKind::Inner => (inner_acc(x, &xt.shape, w, ws, bias), ws[0], vec![]),
     })
 }
 

@@ -7,7 +7,7 @@
 //! Convolutions are computed as im2col + integer matrix products (`gemm.rs`): every
 //! accumulator is still the exact `bias + sum of products`, wrapped once at 30 bits.
 
-mod dot;
+pub(crate) mod dot;
 pub mod epilogue;
 mod gemm;
 mod host;
@@ -138,7 +138,7 @@ pub fn run_quantized_observed(
 
 /// Whether `id` is an int8 constant that only dot ops use, as their weights: they
 /// read it from the graph, so the run does not turn it into codes.
-fn read_in_place(g: &Graph, id: NodeId, outputs: &BTreeSet<NodeId>) -> bool {
+pub(crate) fn read_in_place(g: &Graph, id: NodeId, outputs: &BTreeSet<NodeId>) -> bool {
     let v = Value::new(id, 0);
     dot::Weights::int8_const(g, v).is_some()
         && !outputs.contains(&id)
@@ -147,7 +147,7 @@ fn read_in_place(g: &Graph, id: NodeId, outputs: &BTreeSet<NodeId>) -> bool {
             .all(|&(n, slot)| slot == 1 && matches!(g.node(n).op, Op::Nna(NnaOp::Dot(_))))
 }
 
-fn eval_node(
+pub(crate) fn eval_node(
     g: &Graph,
     id: NodeId,
     inputs: &Frame,

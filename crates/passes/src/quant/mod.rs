@@ -13,6 +13,7 @@
 //! 4. Each dot / scale / eltwise op gets its quantized constants and requantization.
 
 pub mod acc_bound;
+pub mod bias_correct;
 pub mod dot;
 pub mod eltwise;
 pub mod params;
