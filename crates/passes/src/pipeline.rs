@@ -154,7 +154,13 @@ impl Runner<'_> {
         keep: Option<&mut FloatRef>,
     ) -> Result<BTreeMap<String, calib::Stats>, PassError> {
         let t = Instant::now();
-        let stats = calib::collect(g, frames, self.opts.progress.as_ref(), keep)?;
+        let stats = calib::collect(
+            g,
+            frames,
+            self.opts.progress.as_ref(),
+            keep,
+            self.opts.bias_correction,
+        )?;
         self.times
             .push(("calibrate".into(), t.elapsed().as_secs_f64() * 1e3));
         Ok(stats)

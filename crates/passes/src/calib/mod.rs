@@ -133,12 +133,14 @@ fn finite_min_max(xs: &[f32]) -> (f32, f32) {
 
 /// Per-node-name statistics of every f32 value of `g` (graph inputs included) over
 /// `frames`; `progress` is told after every frame. With `keep`, the values the
-/// quantization report compares are kept for the frames it plans to keep.
+/// quantization report compares are kept for the frames it plans to keep. With
+/// `channel_means`, the per-channel sums bias correction needs are kept too.
 pub fn collect(
     g: &Graph,
     frames: &[Frame],
     progress: Option<&Progress>,
     mut keep: Option<&mut FloatRef>,
+    channel_means: bool,
 ) -> Result<BTreeMap<String, Stats>, PassError> {
     if frames.is_empty() {
         return Err(PassError::Calib("no calibration frames".into()));
@@ -154,7 +156,9 @@ pub fn collect(
                 if let Some(xs) = t.as_f32() {
                     let st = stats.entry(name.clone()).or_default();
                     st.add(xs);
-                    st.add_channels(&t.shape, xs);
+                    if channel_means {
+                        st.add_channels(&t.shape, xs);
+                    }
                 }
             }
             if kept.is_some_and(|k| k.wants(name)) {
