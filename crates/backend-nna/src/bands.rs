@@ -50,11 +50,11 @@ pub fn write_count(jobs: &[Job], p: &Placed, hw: &HwConfig) -> u32 {
     let Some(job) = jobs
         .iter()
         .rev()
-        .find(|j| is_compute(&j.kind) && j.kind.access().1.contains(&p.buf))
+        .find(|j| j.kind.is_compute() && j.kind.access().1.contains(&p.buf))
     else {
         return 1;
     };
-    let tiles = job_tiles(&job.kind);
+    let tiles = job.kind.tiles();
     let mut starts: Vec<u32> = tiles.iter().map(|t| t.pix_start).collect();
     starts.dedup();
     let most = (starts.len() as u32).min(a.h).min(MAX_BANDS);
@@ -93,7 +93,7 @@ pub fn reads(jobs: &[Job], cands: &[(usize, Act)], hw: &HwConfig) -> (BTreeSet<u
         };
         let reader = jobs[r + 1..]
             .iter()
-            .position(|j| is_compute(&j.kind) && j.kind.access().0.contains(buf));
+            .position(|j| j.kind.is_compute() && j.kind.access().0.contains(buf));
         let Some(k) = reader.map(|k| r + 1 + k) else {
             continue;
         };
@@ -117,7 +117,7 @@ fn read_count(kind: &JobKind, a: &Act, hw: &HwConfig) -> u32 {
     // Per pixel group of the reader: its cycles and the input rows it needs.
     let mut groups: Vec<(f64, u32)> = Vec::new();
     let mut last_start = None;
-    for t in job_tiles(kind) {
+    for t in kind.tiles() {
         let (c, need) = (tile_cycles(kind, t, hw.mac_rows), need_rows(kind, t, a.h));
         match groups.last_mut() {
             Some(g) if last_start == Some(t.pix_start) => {
@@ -158,23 +158,6 @@ fn best(most: u32, finish: impl Fn(u32) -> f64) -> u32 {
         }
     }
     best.1
-}
-
-fn is_compute(kind: &JobKind) -> bool {
-    matches!(
-        kind,
-        JobKind::Dot { .. } | JobKind::Scale { .. } | JobKind::Eltwise { .. }
-    )
-}
-
-/// The tiles of a compute job (none for the others).
-fn job_tiles(kind: &JobKind) -> &[Tile] {
-    match kind {
-        JobKind::Dot { tiles, .. }
-        | JobKind::Scale { tiles, .. }
-        | JobKind::Eltwise { tiles, .. } => tiles,
-        _ => &[],
-    }
 }
 
 /// DMA cycles per byte and per instruction (latency) on `hw`.

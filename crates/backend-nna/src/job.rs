@@ -61,11 +61,29 @@ impl JobKind {
     /// How many instructions the job emits (one per tile; one DMA or STOP; a read
     /// split into bands by `bands::reads` is counted once).
     pub fn instr_count(&self) -> usize {
+        if self.is_compute() {
+            self.tiles().len()
+        } else {
+            1
+        }
+    }
+
+    /// Whether the job runs on the compute queue (CONV, DECONV, INNER_PRODUCT,
+    /// SCALE, ELTWISE).
+    pub fn is_compute(&self) -> bool {
+        matches!(
+            self,
+            JobKind::Dot { .. } | JobKind::Scale { .. } | JobKind::Eltwise { .. }
+        )
+    }
+
+    /// The tiles of a compute job (none for the others).
+    pub fn tiles(&self) -> &[Tile] {
         match self {
             JobKind::Dot { tiles, .. }
             | JobKind::Scale { tiles, .. }
-            | JobKind::Eltwise { tiles, .. } => tiles.len(),
-            JobKind::Read { .. } | JobKind::Write { .. } | JobKind::Stop => 1,
+            | JobKind::Eltwise { tiles, .. } => tiles,
+            JobKind::Read { .. } | JobKind::Write { .. } | JobKind::Stop => &[],
         }
     }
 

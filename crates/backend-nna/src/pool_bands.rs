@@ -22,6 +22,7 @@
 
 use crate::job::{tiles, DotOpcode, Tile};
 use crate::seq_tiles::range_fits;
+use crate::split::pooled_rows_span;
 use nnac_isa::{DotProduct, PoolKind};
 
 /// The least bytes of a DRAM transfer next to a pooled layer for it to be cut in
@@ -97,17 +98,12 @@ fn band_ranges(t: &DotProduct, n: u32) -> Option<Vec<(u32, u32)>> {
         return None;
     }
     let rows = ph.div_ceil(n);
-    let (s, top, win) = (
-        i64::from(t.pool_stride),
-        i64::from(t.pool_pad_top),
-        i64::from(t.pool_win),
-    );
     let mut out = Vec::new();
     let mut p0 = 0;
     while p0 < ph {
         let p1 = (p0 + rows).min(ph);
-        let c0 = (i64::from(p0) * s - top).max(0);
-        let c1 = ((i64::from(p1) - 1) * s - top + win).min(i64::from(t.out_h));
+        let (c0, c1) = pooled_rows_span(t, p0, p1);
+        let (c0, c1) = (c0.max(0), c1.min(i64::from(t.out_h)));
         if c1 <= c0 {
             return None;
         }

@@ -38,21 +38,28 @@ pub struct Band {
     pub t: DotProduct,
 }
 
+/// The pre-pool output rows `c0..c1` the pooling windows of stored (pooled) rows
+/// `s0..s1` of the pooled template `t` cover, unclipped: `c0` may be negative and
+/// `c1` beyond `out_h` where the windows reach into the pooling padding.
+pub fn pooled_rows_span(t: &DotProduct, s0: u32, s1: u32) -> (i64, i64) {
+    let (ps, ppt, win) = (
+        i64::from(t.pool_stride),
+        i64::from(t.pool_pad_top),
+        i64::from(t.pool_win),
+    );
+    (
+        i64::from(s0) * ps - ppt,
+        (i64::from(s1) - 1) * ps - ppt + win,
+    )
+}
+
 /// The band of stored rows `s0..s1` of a CONV template `t` (pooled or not).
 pub fn conv_band(t: &DotProduct, s0: u32, s1: u32) -> Result<Band, String> {
     let mut b = t.clone();
     let (c0, c1) = if t.pool == PoolKind::None {
         (i64::from(s0), i64::from(s1))
     } else {
-        let (ps, ppt, win) = (
-            i64::from(t.pool_stride),
-            i64::from(t.pool_pad_top),
-            i64::from(t.pool_win),
-        );
-        let (c0, c1) = (
-            i64::from(s0) * ps - ppt,
-            (i64::from(s1) - 1) * ps - ppt + win,
-        );
+        let (c0, c1) = pooled_rows_span(t, s0, s1);
         let (c0c, c1c) = (c0.max(0), c1.min(i64::from(t.out_h)));
         b.pool_pad_top = (c0c - c0) as u32;
         b.pool_pad_bottom = (c1 - c1c) as u32;

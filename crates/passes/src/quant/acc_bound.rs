@@ -15,7 +15,12 @@ pub const ACC_LIMIT: i64 = (1 << (ACC_BITS - 1)) - 1;
 #[inline(always)]
 pub fn channel_bound(wq: &[i8], bias: i64, xmax: i64) -> i64 {
     let s: i64 = wq.iter().map(|&w| i64::from(w).abs()).sum();
-    bias.abs() + s * xmax
+    bound_of_abs_sum(s, bias, xmax)
+}
+
+/// [`channel_bound`] from a channel's `sum |w|`: `|bias| + sum |w| * xmax`.
+pub fn bound_of_abs_sum(wabs: i64, bias: i64, xmax: i64) -> i64 {
+    bias.abs() + wabs * xmax
 }
 
 /// What the bound check did for one layer.

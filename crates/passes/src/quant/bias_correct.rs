@@ -16,7 +16,7 @@
 //! A channel whose corrected bias would break its 30-bit accumulator bound keeps
 //! its bias.
 
-use super::acc_bound::{channel_bound, ACC_LIMIT};
+use super::acc_bound::{bound_of_abs_sum, ACC_LIMIT};
 use super::dot::{const_node, layout_op};
 use super::input_code_max;
 use crate::calib::Stats;
@@ -206,7 +206,7 @@ fn correct_dot(
         max_shift = max_shift.max((err * u / s_out).abs());
         let delta = err.round() as i64;
         let b = i64::from(bias[c]) - delta;
-        if delta == 0 || channel_bound_of(wabs[c], b, xmax) > ACC_LIMIT {
+        if delta == 0 || bound_of_abs_sum(wabs[c], b, xmax) > ACC_LIMIT {
             continue;
         }
         let Ok(b) = i32::try_from(b) else { continue };
@@ -214,7 +214,7 @@ fn correct_dot(
         changed += 1;
     }
     for c in 0..m {
-        bound = bound.max(channel_bound_of(wabs[c], i64::from(new_bias[c]), xmax));
+        bound = bound.max(bound_of_abs_sum(wabs[c], i64::from(new_bias[c]), xmax));
     }
     if changed > 0 {
         let bv = const_node(
@@ -245,9 +245,4 @@ fn correct_dot(
         corrected_channels: changed,
         acc_bound: bound,
     }))
-}
-
-/// [`channel_bound`] from a channel's `sum |w|`.
-fn channel_bound_of(wabs: i64, bias: i64, xmax: i64) -> i64 {
-    channel_bound(&[], bias, xmax) + wabs * xmax
 }
