@@ -14,6 +14,11 @@ the classifier; ImageNet mean/std for the detector):
                  no text in text.png's handwriting at these sizes: its float
                  probability map is 0 everywhere, so it would measure nothing)
   det_calib.npy  K x 1 x 3 x H x W     synthetic text pages and other photographs
+and the text file
+  cls_test_sources.txt  one line per frame of cls_test.npy (same order, so each
+                 source appears twice in a row: upright, then rotated): page-line or
+                 text-line (a whole line band of page.png / text.png), page-window or
+                 text-window (a window of a band)
 Everything is a pure function of the images and fixed seeds.
 """
 
@@ -87,18 +92,24 @@ def windows(img: np.ndarray, y0: int, y1: int) -> list[np.ndarray]:
     return out
 
 
-def test_crops(images: Path) -> list[np.ndarray]:
+def labelled(name: str, crops: list[np.ndarray]) -> list[tuple[str, np.ndarray]]:
+    """Source labels of one band's `windows()`: the first crop is the whole band."""
+    return [(f"{name}-{'line' if i == 0 else 'window'}", c) for i, c in enumerate(crops)]
+
+
+def test_crops(images: Path) -> list[tuple[str, np.ndarray]]:
+    """(source, crop) pairs; source is page-line, page-window, text-line or text-window."""
     crops = []
     page = cv2.imread(str(images / "page.png"), cv2.IMREAD_COLOR)
     for y0, y1 in line_bands(cv2.cvtColor(page, cv2.COLOR_BGR2GRAY)):
-        crops += windows(page, y0, y1)
+        crops += labelled("page", windows(page, y0, y1))
     # text.png: handwriting on skewed lines; straighten by its dominant slant first.
     text = cv2.imread(str(images / "text.png"), cv2.IMREAD_COLOR)
     h, w = text.shape[:2]
     rot = cv2.getRotationMatrix2D((w / 2, h / 2), 14.0, 1.0)
     text = cv2.warpAffine(text, rot, (w, h), borderMode=cv2.BORDER_REPLICATE)
     for y0 in range(10, h - 40, 16):
-        crops += windows(text, y0, y0 + 40)
+        crops += labelled("text", windows(text, y0, y0 + 40))
     return crops
 
 
@@ -154,6 +165,14 @@ def save(path: Path, frames: list[np.ndarray]) -> None:
     print(f"{path}: {list(x.shape)}")
 
 
+def save_lines(path: Path, lines: list[str]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        f.write("".join(line + "\n" for line in lines))
+    os.replace(tmp, path)
+    print(f"{path}: {len(lines)} lines")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", type=Path)
@@ -168,11 +187,12 @@ def main() -> int:
             print(f"make_ocr_crops: {a.images / need} is missing (run scripts/setup.sh)",
                   file=sys.stderr)
             return 1
-    test = []
-    for c in test_crops(a.images):
-        x = cls_input(c)
-        test += [x, cls_input(cv2.rotate(c, cv2.ROTATE_180))]
+    test, sources = [], []
+    for src, c in test_crops(a.images):
+        test += [cls_input(c), cls_input(cv2.rotate(c, cv2.ROTATE_180))]
+        sources += [src, src]
     save(a.out / "cls_test.npy", test)
+    save_lines(a.out / "cls_test_sources.txt", sources)
     rng = np.random.default_rng(20261122)
     calib = []
     for _ in range(24):

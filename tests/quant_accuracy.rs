@@ -131,6 +131,20 @@ fn float_and_int8(g: &Graph, q: &Graph, f: &Frame) -> (Vec<f32>, Vec<f32>) {
     (ft.to_f32_vec(), qo[&name].to_f32_vec())
 }
 
+/// The sources of the classifier test crops, in the order of
+/// `cls_test_sources.txt`'s values (scripts/make_ocr_crops.py): whole line bands and
+/// windows of page.png and text.png.
+const CLS_SOURCES: [&str; 4] = ["page-line", "page-window", "text-line", "text-window"];
+/// The classifier's output index for "rotated 180 degrees" (0 = upright; RapidOCR's
+/// label list is ["0", "180"]). Checked on 2026-11-26 with the float outputs (nnac and
+/// ONNX Runtime): with this labelling the float model is right on all 14 page.png
+/// line bands, with the other on none (asserted in the test).
+const CLS_ROTATED: usize = 1;
+
+fn pct(n: usize, d: usize) -> f64 {
+    100.0 * n as f64 / d.max(1) as f64
+}
+
 fn argmax(v: &[f32]) -> usize {
     (0..v.len()).fold(0, |b, i| if v[i] > v[b] { i } else { b })
 }
@@ -142,13 +156,67 @@ fn ppocr_classifier_int8_agreement_target_99_percent_holds_measured_floor() {
     let q = quantize_with(&g, &npy_frames(&dir.join("cls_calib.npy")), &cls_options());
     let test = npy_frames(&dir.join("cls_test.npy"));
     assert!(test.len() >= 100, "only {} crops", test.len());
+    let sources_path = dir.join("cls_test_sources.txt");
+    let sources_text = std::fs::read_to_string(&sources_path)
+        .unwrap_or_else(|e| panic!("{}: {e}", sources_path.display()));
+    let sources: Vec<&str> = sources_text.lines().collect();
+    assert_eq!(
+        sources.len(),
+        test.len(),
+        "{} has {} lines for {} crops of cls_test.npy",
+        sources_path.display(),
+        sources.len(),
+        test.len()
+    );
+    // Per source: [crops, int8 = float class, float class = true rotation].
+    let mut by_source: Vec<(&str, [usize; 3])> = CLS_SOURCES.iter().map(|&s| (s, [0; 3])).collect();
     let mut agree = 0;
     let mut worst = 0f32;
-    for f in &test {
+    for (i, (f, src)) in test.iter().zip(&sources).enumerate() {
         let (fp, qp) = float_and_int8(&g, &q, f);
-        agree += usize::from(argmax(&fp) == argmax(&qp));
+        let same = argmax(&fp) == argmax(&qp);
+        agree += usize::from(same);
         worst = worst.max((fp[0] - qp[0]).abs());
+        // Crops alternate upright, rotated: crop i is rotated 180 degrees iff i is odd.
+        let truth = if i % 2 == 1 {
+            CLS_ROTATED
+        } else {
+            1 - CLS_ROTATED
+        };
+        let right = argmax(&fp) == truth;
+        let row = match by_source.iter_mut().find(|(s, _)| s == src) {
+            Some((_, row)) => row,
+            None => panic!("{}: unknown source {src:?}", sources_path.display()),
+        };
+        row[0] += 1;
+        row[1] += usize::from(same);
+        row[2] += usize::from(right);
     }
+    let total = by_source
+        .iter()
+        .fold([0; 3], |t, (_, r)| [t[0] + r[0], t[1] + r[1], t[2] + r[2]]);
+    println!("PP-OCR cls by source (float = truth: float class = true rotation, i % 2):");
+    println!(
+        "  {:<12} {:>5}  {:>13}   {:>13}",
+        "source", "crops", "int8 = float", "float = truth"
+    );
+    for (src, r) in by_source.iter().chain([&("total", total)]) {
+        println!(
+            "  {src:<12} {:>5}  {:>4} ({:5.1}%)   {:>4} ({:5.1}%)",
+            r[0],
+            r[1],
+            pct(r[1], r[0]),
+            r[2],
+            pct(r[2], r[0])
+        );
+    }
+    // Documents the label convention (CLS_ROTATED): the float model is sure of these.
+    let page_line = by_source.iter().find(|(s, _)| *s == "page-line").unwrap().1;
+    assert!(page_line[0] > 0, "no page-line crops");
+    assert_eq!(
+        page_line[2], page_line[0],
+        "float classifier wrong on page.png line bands: class {CLS_ROTATED} = rotated 180?"
+    );
     let rate = agree as f64 / test.len() as f64;
     println!(
         "PP-OCR cls: int8 = float class on {agree}/{} crops ({:.2}%), max |dp| {worst:.4}",

@@ -160,6 +160,12 @@ fn best(most: u32, finish: impl Fn(u32) -> f64) -> u32 {
     best.1
 }
 
+/// Estimated cycles of one DMA instruction moving `bytes` on `hw`.
+pub(crate) fn dma_cycles(hw: &HwConfig, bytes: u64) -> f64 {
+    let (per_byte, latency) = dma_costs(hw);
+    latency + per_byte * bytes as f64
+}
+
 /// DMA cycles per byte and per instruction (latency) on `hw`.
 fn dma_costs(hw: &HwConfig) -> (f64, f64) {
     let per_byte = hw.clock_hz as f64 / hw.dram_bytes_per_s().max(1) as f64;
@@ -190,7 +196,7 @@ fn need_rows(kind: &JobKind, t: &Tile, h: u32) -> u32 {
 /// Rough MAC-array cycles of one tile of a compute job: a dot product's terms per
 /// pass or its unload rows, whichever is more (a grouped convolution runs a pass per
 /// group); SCALE and ELTWISE a row per channel.
-fn tile_cycles(kind: &JobKind, t: &Tile, mac_rows: u32) -> f64 {
+pub(crate) fn tile_cycles(kind: &JobKind, t: &Tile, mac_rows: u32) -> f64 {
     let passes = f64::from(t.pix_count.div_ceil(mac_rows.max(1)).max(1));
     match kind {
         JobKind::Dot { t: d, .. } => {

@@ -44,6 +44,7 @@
 pub mod act;
 pub mod alloc;
 mod bands;
+mod cascade;
 mod emit;
 mod error;
 mod gap;
@@ -238,7 +239,10 @@ pub fn lower(
         early = prefetch::lookahead(&mut bufs, &placed.addrs, &mut jobs, &low.sp, w, body_job);
         let (read_bufs, read_bands) = bands::reads(&jobs, &low.read_cands, hw);
         let banded: BTreeSet<usize> = low.banded.union(&read_bufs).copied().collect();
-        let e = emit::emit(&jobs, &placed.addrs, hw, &banded, &read_bands)?;
+        let mut e = emit::emit(&jobs, &placed.addrs, hw, &banded, &read_bands)?;
+        if !opts.serialise {
+            cascade::reorder(&mut e, &jobs, &read_bufs, hw);
+        }
         let mut instrs = e.instrs.clone();
         assigned = if opts.serialise {
             None

@@ -4,7 +4,9 @@
 //! writes, each instruction `j` waits for the latest instruction `i < j` of the other
 //! queue whose buffers overlap its own with at least one write (RAW, WAR, WAW), unless
 //! an earlier instruction of its queue already waited for `i` or later. Such an edge
-//! gets a flag: `i` sets it, `j` waits for it and clears it. Two instructions that
+//! gets a flag (a fresh one while any is left, else the reusable one whose previous
+//! waiter is oldest; if a segment runs out that way, it is assigned again reusing the
+//! first reusable flag, which needs fewer): `i` sets it, `j` waits for it and clears it. Two instructions that
 //! both carry their exact SRAM bytes ([`Access::bytes`]: those touching a buffer
 //! moved by DMA in bands of rows) overlap only if those bytes meet. A flag is reused for a
 //! later edge `(i', j')` only if its previous waiter `j` ran on `j'`'s queue (so `j'`
@@ -119,34 +121,50 @@ pub fn assign(
 ) -> Option<u32> {
     let mut used = 0;
     for r in segments(instrs) {
-        let n = assign_segment(&mut instrs[r.clone()], &acc[r], span, max_flags)?;
+        let (seg, acc) = (&mut instrs[r.clone()], &acc[r]);
+        let n = assign_segment(seg, acc, span, max_flags, true)
+            .or_else(|| assign_segment(seg, acc, span, max_flags, false))?;
         used = used.max(n);
     }
     Some(used)
 }
 
+/// Flags for one segment. With `fresh_first`, a new flag while any is left, else
+/// the reusable one whose previous waiter is oldest; without, the first reusable
+/// one (fewest flags: the fallback when the first way runs out).
 fn assign_segment(
     instrs: &mut [Instr],
     acc: &[Access],
     span: &dyn Fn(usize) -> (u64, u64),
     max_flags: u32,
+    fresh_first: bool,
 ) -> Option<u32> {
     let edges = edges(instrs, acc, span);
     // Per flag: its last edge.
     let mut last: Vec<(usize, usize)> = Vec::new();
     let mut plan = Vec::with_capacity(edges.len());
     for &(i, j) in &edges {
-        // Reusable: the previous waiter ran on `j`'s queue (so `j` cannot see the old
-        // set state) and lies before `i` in program order.
-        let free = last
+        // A fresh flag while there is one: reusing a flag makes its new setter wait
+        // for the previous waiter (below), a dependency the program does not have.
+        // Then the reusable flag with the oldest previous waiter (the likeliest to be
+        // done): one whose previous waiter ran on `j`'s queue (so `j` cannot see the
+        // old set state) and lies before `i` in program order.
+        let mut reusable = last
             .iter()
-            .position(|&(_, pj)| pj < i && is_dma(&instrs[pj]) == is_dma(&instrs[j]));
+            .enumerate()
+            .filter(|&(_, &(_, pj))| pj < i && is_dma(&instrs[pj]) == is_dma(&instrs[j]));
+        let free = if fresh_first {
+            reusable.min_by_key(|&(_, &(_, pj))| pj).map(|(f, _)| f)
+        } else {
+            reusable.next().map(|(f, _)| f)
+        };
+        let fresh = fresh_first || free.is_none();
         let f = match free {
-            Some(f) => f,
-            None if (last.len() as u32) < max_flags => {
+            _ if fresh && (last.len() as u32) < max_flags => {
                 last.push((i, j));
                 last.len() - 1
             }
+            Some(f) => f,
             None => return None,
         };
         // A previous setter on `i`'s queue has completed, but its waiter may not have
@@ -232,6 +250,35 @@ mod tests {
         assert_eq!(p[1].flags().set.to_text(), "F1");
         assert_eq!(n, 2);
         assert_eq!(assign(&mut [d(), d(), c(), d(), c()], &a, &span, 1), None);
+    }
+
+    #[test]
+    fn fresh_flags_first_then_the_oldest_waiter() {
+        let d = || Instr::DmaRead(Dma::default());
+        let c = || Instr::Conv(DotProduct::default());
+        // load b0, conv reads b0, load b1, conv reads b1, load b2, conv reads b2.
+        let prog = || vec![d(), c(), d(), c(), d(), c()];
+        let a = vec![
+            acc(&[], &[0]),
+            acc(&[0], &[3]),
+            acc(&[], &[1]),
+            acc(&[1], &[4]),
+            acc(&[], &[2]),
+            acc(&[2], &[5]),
+        ];
+        let span = |b: usize| (b as u64 * 100, b as u64 * 100 + 50);
+        // Flags to spare: three fresh ones, no load waits for a conv.
+        let mut p = prog();
+        assert_eq!(assign(&mut p, &a, &span, 8), Some(3));
+        assert!(p.iter().all(|i| i.flags().wait_clear.is_empty()));
+        assert_eq!(p[4].flags().set.to_text(), "F2");
+        // Two flags: the third edge reuses the flag whose waiter is oldest (F0, the
+        // conv at 1), so the third load waits for that conv to clear it.
+        let mut p = prog();
+        assert_eq!(assign(&mut p, &a, &span, 2), Some(2));
+        assert_eq!(p[4].flags().set.to_text(), "F0");
+        assert_eq!(p[4].flags().wait_clear.to_text(), "F0");
+        assert_eq!(p[5].flags().wait_set.to_text(), "F0");
     }
 
     #[test]

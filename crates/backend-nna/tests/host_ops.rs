@@ -262,25 +262,39 @@ fn graph_output_in_row_tiles_is_written_band_by_band() {
     assert!(assert_bit_exact(&q, &p, 3, &shape) > 0);
 }
 
+/// conv1 (1x1, 8 -> 32 channels on 48 x 48), the LRN `norm1` on the host, then
+/// `after` 3x3 convolutions `conv2`, `conv3`, ... of 32 channels.
+fn lrn_then_convs(seed: u64, after: usize) -> Graph {
+    let mut rng = Rng(seed);
+    let mut g = Graph::new("read_bands");
+    let x = input(&mut g, &[1, 8, 48, 48]);
+    let c = conv(&mut g, &mut rng, "conv1", x, 32, 1, 1, 1);
+    let mut v = lrn(&mut g, "norm1", c);
+    for k in 0..after {
+        v = conv(&mut g, &mut rng, &format!("conv{}", k + 2), v, 32, 3, 1, 1);
+    }
+    g.add_output("y", v);
+    g
+}
+
+/// The index of the body's second segment's first instruction (after the STOP
+/// before the first host op).
+fn second_segment(p: &nnac_isa::Program) -> usize {
+    let body = &p.instrs[p.body_start()..];
+    p.body_start()
+        + body
+            .iter()
+            .position(|i| matches!(i, Instr::Stop(_)))
+            .unwrap()
+        + 1
+}
+
 #[test]
 fn host_result_read_by_row_tiles_comes_back_band_by_band() {
     // The LRN's 32 x 48 x 48 result is read back for conv2 (24 pixel tiles of two
     // rows): in bands of rows, the first tiles starting after the first bands.
-    let mut rng = Rng(13);
-    let mut g = Graph::new("read_bands");
-    let x = input(&mut g, &[1, 8, 48, 48]);
-    let c = conv(&mut g, &mut rng, "conv1", x, 32, 1, 1, 1);
-    let n = lrn(&mut g, "norm1", c);
-    let c2 = conv(&mut g, &mut rng, "conv2", n, 32, 3, 1, 1);
-    g.add_output("y", c2);
-    let p = compile_and_check(g, &[1, 8, 48, 48]);
-    // The body's second segment: after the STOP before the LRN.
-    let start = p.body_start()
-        + p.instrs[p.body_start()..]
-            .iter()
-            .position(|i| matches!(i, Instr::Stop(_)))
-            .unwrap()
-        + 1;
+    let p = compile_and_check(lrn_then_convs(13, 1), &[1, 8, 48, 48]);
+    let start = second_segment(&p);
     let seg = &p.instrs[start..];
     let reads: Vec<usize> = (0..seg.len())
         .filter(|&k| matches!(&seg[k], Instr::DmaRead(d) if d.rows == 32 && d.row_len % 48 == 0))
@@ -383,5 +397,31 @@ fn pooled_first_layer_starts_on_the_first_bands_of_the_input() {
     assert!(
         waited.is_some_and(|k| k < *reads.last().unwrap()),
         "first tile waits for {waited:?}, reads at {reads:?}"
+    );
+}
+
+#[test]
+fn layers_after_a_banded_read_run_while_the_bands_come_in() {
+    // The LRN's result comes back in bands; conv3's first tiles need only conv2's
+    // first rows, so the cascade (`cascade.rs`) puts them before conv2's last tiles
+    // and before the last band, and the program still computes the same bytes.
+    let p = compile_and_check(lrn_then_convs(17, 2), &[1, 8, 48, 48]);
+    let layers = p.layers.as_ref().unwrap();
+    let start = second_segment(&p);
+    let at = |name: &str| -> Vec<usize> {
+        (start..p.instrs.len())
+            .filter(|&i| layers.name_of(i) == Some(name) && matches!(p.instrs[i], Instr::Conv(_)))
+            .collect()
+    };
+    let (conv2, conv3) = (at("conv2"), at("conv3"));
+    let last_band = (start..p.instrs.len())
+        .rfind(|&i| matches!(&p.instrs[i], Instr::DmaRead(d) if d.rows == 32))
+        .unwrap();
+    assert!(!conv3.is_empty() && !conv2.is_empty());
+    assert!(
+        conv3[0] < *conv2.last().unwrap() && conv3[0] < last_band,
+        "conv3 starts at {} after conv2's last tile {} or the last band {last_band}",
+        conv3[0],
+        conv2.last().unwrap()
     );
 }
