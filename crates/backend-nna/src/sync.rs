@@ -6,15 +6,16 @@
 //! an earlier instruction of its queue already waited for `i` or later. Such an edge
 //! gets a flag (a fresh one while any is left, else the reusable one whose previous
 //! waiter is oldest; if a segment runs out that way, it is assigned again reusing the
-//! first reusable flag, which needs fewer): `i` sets it, `j` waits for it and clears it. Two instructions that
-//! both carry their exact SRAM bytes ([`Access::bytes`]: those touching a buffer
-//! moved by DMA in bands of rows) overlap only if those bytes meet. A flag is reused for a
-//! later edge `(i', j')` only if its previous waiter `j` ran on `j'`'s queue (so `j'`
-//! starts after `j` cleared it and never sees the old set state) and lies before `i'`
-//! in program order; `i'` (on the previous setter's queue) waits until the flag is
-//! clear before it can set it again. Every wait then points backwards in program order, so no
-//! interleaving deadlocks; no flag is set twice or cleared twice; and every
-//! conflicting pair of instructions in different queues is ordered.
+//! first reusable flag, which needs fewer): `i` sets it, `j` waits for it and clears
+//! it. Two instructions that both carry their exact SRAM bytes ([`Access::bytes`]:
+//! those touching a buffer moved by DMA in bands of rows) overlap only if those bytes
+//! meet. A flag is reused for a later edge `(i', j')` only if its previous waiter `j`
+//! ran on `j'`'s queue (so `j'` starts after `j` cleared it and never sees the old set
+//! state) and lies before `i'` in program order; `i'` (on the previous setter's queue)
+//! waits until the flag is clear before it can set it again. Every wait then points
+//! backwards in program order, so no interleaving deadlocks; no flag is set twice or
+//! cleared twice; and every conflicting pair of instructions in different queues is
+//! ordered.
 //!
 //! [`serialise`] (the fallback when flags run out): the program runs in program order.
 //!
