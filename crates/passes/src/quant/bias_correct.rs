@@ -17,7 +17,7 @@
 //! its bias.
 
 use super::acc_bound::{bound_of_abs_sum, ACC_LIMIT};
-use super::dot::{const_node, layout_op};
+use super::dot::{bias_node, layout_op};
 use super::input_code_max;
 use crate::calib::Stats;
 use crate::channels::WeightChannels;
@@ -217,17 +217,7 @@ fn correct_dot(
         bound = bound.max(bound_of_abs_sum(wabs[c], i64::from(new_bias[c]), xmax));
     }
     if changed > 0 {
-        let bv = const_node(
-            g,
-            &name,
-            "bias_q",
-            vec![m],
-            TensorData::I32(new_bias),
-            Quant::PerChannel {
-                axis: 0,
-                scales: unit,
-            },
-        );
+        let bv = bias_node(g, &name, new_bias, unit);
         let mut new_ins = ins.clone();
         new_ins[2] = bv;
         g.set_node_inputs(id, &new_ins);

@@ -107,17 +107,7 @@ pub fn quantize_dot(g: &mut Graph, id: NodeId, xmax: i64) -> Result<AccReport, P
         },
     );
     let unit_f32: Vec<f32> = unit.iter().map(|&u| u as f32).collect();
-    let bv = const_node(
-        g,
-        &name,
-        "bias_q",
-        vec![m],
-        TensorData::I32(bias_i32),
-        Quant::PerChannel {
-            axis: 0,
-            scales: unit_f32,
-        },
-    );
+    let bv = bias_node(g, &name, bias_i32, unit_f32);
     g.set_node_inputs(id, &[ins[0], wv, bv]);
     let mut dot = dot;
     dot.epilogue.requant = Some(rq);
@@ -145,6 +135,17 @@ pub fn const_node(
     ty.quant = Some(quant);
     debug_assert!(matches!(ty.dtype, DType::I8 | DType::I32));
     v
+}
+
+/// Adds the int32 bias of dot product `owner`, one code per output channel in units
+/// of `unit` (input scale x weight scale of the channel).
+pub fn bias_node(g: &mut Graph, owner: &str, bias: Vec<i32>, unit: Vec<f32>) -> nnac_ir::Value {
+    let m = bias.len();
+    let quant = Quant::PerChannel {
+        axis: 0,
+        scales: unit,
+    };
+    const_node(g, owner, "bias_q", vec![m], TensorData::I32(bias), quant)
 }
 
 /// Quantizes the SCALE node `id` in place: per-channel weight `w_q = +-127` (scale
