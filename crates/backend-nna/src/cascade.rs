@@ -33,6 +33,7 @@
 use crate::bands::{dma_cycles, tile_cycles};
 use crate::emit::Emitted;
 use crate::job::{Job, Tile};
+use crate::sync::bytes_conflict;
 use nnac_isa::hazard::{footprint, Footprint};
 use nnac_isa::{Class, HwConfig, Instr};
 use std::collections::BTreeSet;
@@ -42,24 +43,12 @@ use std::collections::BTreeSet;
 const WINDOW: usize = 256;
 
 /// Reorders the stretches after the banded reads of the buffers in `banded_reads`
-/// (see the module doc). Returns how many instructions moved.
-pub fn reorder(
-    em: &mut Emitted,
-    jobs: &[Job],
-    banded_reads: &BTreeSet<usize>,
-    hw: &HwConfig,
-) -> usize {
-    let mut moved = 0;
+/// (see the module doc).
+pub fn reorder(em: &mut Emitted, jobs: &[Job], banded_reads: &BTreeSet<usize>, hw: &HwConfig) {
     for r in stretches(em, banded_reads) {
         let order = schedule(em, r.clone(), jobs, hw);
-        moved += order
-            .iter()
-            .enumerate()
-            .filter(|&(k, &i)| k + r.start != i)
-            .count();
         permute(em, r.start, &order);
     }
-    moved
 }
 
 /// The stretches to reorder: per segment, from the first DMA_READ into a buffer of
@@ -97,10 +86,10 @@ fn stretches(em: &Emitted, banded_reads: &BTreeSet<usize>) -> Vec<std::ops::Rang
 }
 
 fn conflict(a: &Footprint, b: &Footprint) -> bool {
-    let meet = |p: &nnac_isa::hazard::Intervals, q| p.first_overlap(q).is_some();
-    meet(&a.sram_writes, &b.sram_writes)
-        || meet(&a.sram_writes, &b.sram_reads)
-        || meet(&a.sram_reads, &b.sram_writes)
+    bytes_conflict(
+        (&a.sram_reads, &a.sram_writes),
+        (&b.sram_reads, &b.sram_writes),
+    )
 }
 
 /// The tile of a compute instruction.

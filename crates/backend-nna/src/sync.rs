@@ -57,10 +57,16 @@ fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
     a.0 < b.1 && b.0 < a.1
 }
 
+/// Whether two instructions with SRAM bytes `(reads, writes)` `a` and `b` conflict:
+/// one writes a byte the other reads or writes (RAW, WAR, WAW).
+pub(crate) fn bytes_conflict(a: (&Intervals, &Intervals), b: (&Intervals, &Intervals)) -> bool {
+    let meet = |p: &Intervals, q: &Intervals| p.first_overlap(q).is_some();
+    meet(a.1, b.1) || meet(a.1, b.0) || meet(a.0, b.1)
+}
+
 fn conflict(x: &Access, y: &Access, span: &dyn Fn(usize) -> (u64, u64)) -> bool {
     if let (Some(a), Some(b)) = (&x.bytes, &y.bytes) {
-        let meet = |p: &Intervals, q: &Intervals| p.first_overlap(q).is_some();
-        return meet(&a.1, &b.1) || meet(&a.1, &b.0) || meet(&a.0, &b.1);
+        return bytes_conflict((&a.0, &a.1), (&b.0, &b.1));
     }
     let any = |p: &[usize], q: &[usize]| {
         p.iter()
