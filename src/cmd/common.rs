@@ -117,3 +117,38 @@ mod tests {
         assert!(a.import_options().is_err());
     }
 }
+
+/// How `compile`, `eval --quantized` and `inspect --calib` quantize: the options of
+/// the pass pipeline's calibration.
+#[derive(clap::Args, Clone, Debug)]
+pub struct QuantArgs {
+    /// How activation ranges are chosen from calibration statistics.
+    #[arg(
+        long,
+        default_value = "percentile",
+        value_parser = clap::builder::PossibleValuesParser::new(
+            nnac_passes::CalibMethod::ALL.map(nnac_passes::CalibMethod::name)
+        )
+    )]
+    pub calib_method: String,
+    /// Percentile of |x| the `percentile` method clips at (0 < P <= 100).
+    #[arg(long, default_value_t = 99.99, value_name = "P")]
+    pub percentile: f32,
+    /// Empirical bias correction: subtract from every dot product's bias the mean
+    /// error of its int8 pre-activation against float on the calibration frames.
+    #[arg(long)]
+    pub bias_correction: bool,
+}
+
+impl QuantArgs {
+    /// The pass options these flags set; everything else at its default.
+    pub fn pass_options(&self) -> nnac_passes::PassOptions {
+        nnac_passes::PassOptions {
+            calib_method: nnac_passes::CalibMethod::from_name(&self.calib_method)
+                .expect("clap checked the value"),
+            percentile: self.percentile,
+            bias_correction: self.bias_correction,
+            ..nnac_passes::PassOptions::default()
+        }
+    }
+}

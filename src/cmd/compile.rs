@@ -1,10 +1,10 @@
 //! `nnac compile`: import, run the pass pipeline (fold, fuse, calibrate, quantize),
 //! lower to an NNA program and write the `.nnab` container.
 
-use super::common::{self, ModelArgs};
+use super::common::{self, ModelArgs, QuantArgs};
 use super::frames::{self, Preprocess};
 use crate::error::{write_atomic, CliError};
-use nnac_passes::{CalibMethod, DumpSpec, Frame, PassOptions, Progress, ProgressEvent};
+use nnac_passes::{DumpSpec, Frame, PassOptions, Progress, ProgressEvent};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -19,16 +19,8 @@ pub struct Args {
     /// for single-input models.
     #[arg(long, value_name = "[INPUT=]PATH")]
     pub calib: Vec<String>,
-    /// How activation ranges are chosen from calibration statistics.
-    #[arg(long, default_value = "percentile", value_parser = ["minmax", "percentile", "entropy", "mse"])]
-    pub calib_method: String,
-    /// Percentile of |x| the `percentile` method clips at (0 < P <= 100).
-    #[arg(long, default_value_t = 99.99, value_name = "P")]
-    pub percentile: f32,
-    /// Empirical bias correction: subtract from every dot product's bias the mean
-    /// error of its int8 pre-activation against float on the calibration frames.
-    #[arg(long)]
-    pub bias_correction: bool,
+    #[command(flatten)]
+    pub quant: QuantArgs,
     #[command(flatten)]
     pub pre: Preprocess,
     /// Output program (default: the model's file stem + `.nnab`).
@@ -186,15 +178,12 @@ pub fn run(args: Args) -> Result<(), CliError> {
     }
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
     let opts = PassOptions {
-        calib_method: CalibMethod::from_name(&args.calib_method).expect("clap checked the value"),
-        percentile: args.percentile,
-        bias_correction: args.bias_correction,
         verify_each: args.verify_each,
         dump,
         progress: show_progress.then(|| Progress(Arc::new(draw_progress))),
         // The accuracy measurement is only shown in the summary table and the JSON.
         measure: !args.quiet || args.quant_report.is_some(),
-        ..PassOptions::default()
+        ..args.quant.pass_options()
     };
     let compiled = nnac_passes::compile_graph(graph, &frames, &opts);
     if show_progress {

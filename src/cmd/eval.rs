@@ -9,14 +9,14 @@
 //! written as float32 `<output name>.npy` (characters other than letters, digits,
 //! `.`, `-` and `_` become `_`) into `--output-dir`, only once every frame has run.
 
-use crate::cmd::common::{load, ModelArgs};
+use crate::cmd::common::{load, ModelArgs, QuantArgs};
 use crate::cmd::compile::calib_frames;
 use crate::cmd::frames::Preprocess;
 use crate::error::{write_atomic, CliError};
 use nnac_interp::npy::{encode_npy, read_npy};
 use nnac_interp::run_float;
 use nnac_ir::{shape_str, Graph, Tensor, TensorData, TensorType};
-use nnac_passes::{run_quantized, CalibMethod, PassOptions};
+use nnac_passes::{run_quantized, PassOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -39,16 +39,8 @@ pub struct Args {
     /// Calibration data for `--quantized` (as `compile --calib`).
     #[arg(long, value_name = "[INPUT=]PATH")]
     pub calib: Vec<String>,
-    /// Calibration method for `--quantized`.
-    #[arg(long, default_value = "percentile", value_parser = ["minmax", "percentile", "entropy", "mse"])]
-    pub calib_method: String,
-    /// Percentile of |x| the `percentile` method clips at (0 < P <= 100).
-    #[arg(long, default_value_t = 99.99, value_name = "P")]
-    pub percentile: f32,
-    /// Empirical bias correction: subtract from every dot product's bias the mean
-    /// error of its int8 pre-activation against float on the calibration frames.
-    #[arg(long)]
-    pub bias_correction: bool,
+    #[command(flatten)]
+    pub quant: QuantArgs,
     #[command(flatten)]
     pub pre: Preprocess,
 }
@@ -69,13 +61,9 @@ impl Runner {
         }
         let frames = calib_frames(&args.calib, &args.pre, &graph)?;
         let opts = PassOptions {
-            calib_method: CalibMethod::from_name(&args.calib_method)
-                .expect("clap checked the value"),
-            percentile: args.percentile,
-            bias_correction: args.bias_correction,
             // Only the quantized graph is used: no accuracy report.
             measure: false,
-            ..PassOptions::default()
+            ..args.quant.pass_options()
         };
         let compiled = nnac_passes::compile_graph(graph, &frames, &opts)
             .map_err(|e| CliError::user(e.to_string()))?;

@@ -8,12 +8,11 @@
 //! prints (per-layer SQNR, cosine, scales, accumulator bounds; passes'
 //! `Report::table()`) is appended as `//` comments.
 
-use crate::cmd::common::{load, ModelArgs};
+use crate::cmd::common::{load, ModelArgs, QuantArgs};
 use crate::cmd::compile::calib_frames;
 use crate::cmd::frames::Preprocess;
 use crate::error::{write_atomic, CliError};
 use nnac_ir::{print_with, shape_str, to_dot, verify, Graph, PrintOptions, TensorType};
-use nnac_passes::{CalibMethod, PassOptions};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -45,16 +44,8 @@ pub struct Args {
     /// Calibration data (as `compile --calib`): adds the quantization table.
     #[arg(long, value_name = "[INPUT=]PATH")]
     pub calib: Vec<String>,
-    /// Calibration method for the quantization table.
-    #[arg(long, default_value = "percentile", value_parser = ["minmax", "percentile", "entropy", "mse"])]
-    pub calib_method: String,
-    /// Percentile of |x| the `percentile` method clips at (0 < P <= 100).
-    #[arg(long, default_value_t = 99.99, value_name = "P")]
-    pub percentile: f32,
-    /// Empirical bias correction: subtract from every dot product's bias the mean
-    /// error of its int8 pre-activation against float on the calibration frames.
-    #[arg(long)]
-    pub bias_correction: bool,
+    #[command(flatten)]
+    pub quant: QuantArgs,
     #[command(flatten)]
     pub pre: Preprocess,
 }
@@ -62,13 +53,7 @@ pub struct Args {
 /// The quantization table of `g` calibrated on `--calib`, as `//` comment lines.
 fn quant_table(g: &Graph, args: &Args) -> Result<String, CliError> {
     let frames = calib_frames(&args.calib, &args.pre, g)?;
-    let opts = PassOptions {
-        calib_method: CalibMethod::from_name(&args.calib_method).expect("clap checked the value"),
-        percentile: args.percentile,
-        bias_correction: args.bias_correction,
-        ..PassOptions::default()
-    };
-    let compiled = nnac_passes::compile_graph(g.clone(), &frames, &opts)
+    let compiled = nnac_passes::compile_graph(g.clone(), &frames, &args.quant.pass_options())
         .map_err(|e| CliError::user(e.to_string()))?;
     Ok(compiled
         .report
