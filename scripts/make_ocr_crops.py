@@ -25,6 +25,7 @@ Everything is a pure function of the images and fixed seeds.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from pathlib import Path
@@ -156,20 +157,23 @@ def det_input(img: np.ndarray, h: int, w: int) -> np.ndarray:
     return x.transpose(2, 0, 1)
 
 
+def write_atomic(path: Path, data: bytes) -> None:
+    """Writes `data` to `path` through a temporary file, so a reader never sees half."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
 def save(path: Path, frames: list[np.ndarray]) -> None:
     x = np.ascontiguousarray(np.stack(frames)[:, None], dtype=np.float32)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        np.save(f, x, allow_pickle=False)
-    os.replace(tmp, path)
+    buf = io.BytesIO()
+    np.save(buf, x, allow_pickle=False)
+    write_atomic(path, buf.getvalue())
     print(f"{path}: {list(x.shape)}")
 
 
 def save_lines(path: Path, lines: list[str]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-        f.write("".join(line + "\n" for line in lines))
-    os.replace(tmp, path)
+    write_atomic(path, "".join(line + "\n" for line in lines).encode("utf-8"))
     print(f"{path}: {len(lines)} lines")
 
 

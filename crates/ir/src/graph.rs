@@ -333,8 +333,7 @@ impl Graph {
         let Op::Constant(c) = self.dag[v.node].op else {
             return None;
         };
-        let mut uses = self.dag.edges_directed(v.node, Direction::Outgoing);
-        let only_use = uses.next().is_some_and(|e| e.target() == user) && uses.next().is_none();
+        let only_use = matches!(self.users(v)[..], [(u, _)] if u == user);
         let shared = self
             .dag
             .node_indices()

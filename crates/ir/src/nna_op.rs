@@ -336,7 +336,7 @@ impl NnaOp {
             NnaOp::ChannelShuffle { groups } => {
                 let s = &ins[0].shape;
                 match s.get(1) {
-                    Some(&c) if s.len() >= 2 && *groups > 0 && c % groups == 0 => Ok(s.clone()),
+                    Some(&c) if *groups > 0 && c % groups == 0 => Ok(s.clone()),
                     _ => Err(format!(
                         "channel shuffle of {s:?} in {groups} groups: the channels must be a \
                          multiple of the groups"
