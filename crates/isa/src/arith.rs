@@ -17,15 +17,23 @@ pub fn wrap_acc(exact: i64, acc_bits: u32) -> (i32, bool) {
     (w as i32, w != exact)
 }
 
+/// `floor((v + 2^(shift-1)) / 2^shift)`, or `v` for `shift` = 0, in `v`'s type
+/// (`one` is 1 of that type): the one statement of the rounding shift.
+macro_rules! round_shift {
+    ($v:expr, $shift:expr, $one:expr) => {
+        if $shift == 0 {
+            $v
+        } else {
+            ($v + ($one << ($shift - 1))) >> $shift
+        }
+    };
+}
+
 /// `v / 2^shift` rounded to nearest, ties toward +infinity:
 /// `floor((v + 2^(shift-1)) / 2^shift)`; `shift` = 0 returns `v`. Exact (i128).
 #[inline]
 pub fn rounding_shift_right(v: i128, shift: u32) -> i128 {
-    if shift == 0 {
-        v
-    } else {
-        (v + (1i128 << (shift - 1))) >> shift
-    }
+    round_shift!(v, shift, 1i128)
 }
 
 /// `rounding_shift_right(x * multiplier, shift)`, exact.
@@ -35,13 +43,7 @@ pub fn scale(x: i64, multiplier: i32, shift: u32) -> i128 {
     // accumulator): |x| < 2^31 and |multiplier| <= 2^31 give |x * multiplier| < 2^62,
     // and the rounding term 2^(shift-1) <= 2^62 for shift <= 63.
     if shift <= 63 && x.unsigned_abs() < 1 << 31 {
-        let p = x * i64::from(multiplier);
-        let r = if shift == 0 {
-            p
-        } else {
-            (p + (1i64 << (shift - 1))) >> shift
-        };
-        return i128::from(r);
+        return i128::from(round_shift!(x * i64::from(multiplier), shift, 1i64));
     }
     rounding_shift_right(i128::from(x) * i128::from(multiplier), shift)
 }
