@@ -142,4 +142,17 @@ impl Act {
             ..Dma::default()
         }
     }
+
+    /// The DMAs moving the whole tensor between a DRAM tensor of this layout and an
+    /// SRAM buffer of it in bands of `rows` rows (the last band may be shorter): band
+    /// `y0..` is [`Act::rows_dma`] with the channel pitch on both sides, both
+    /// addresses `y0 * row_pitch` relative to the tensors. With `rows >= h`, the one
+    /// DMA of the whole tensor.
+    pub fn band_dmas(&self, rows: u32) -> impl Iterator<Item = Dma> + '_ {
+        let rows = rows.max(1);
+        (0..self.h).step_by(rows as usize).map(move |y0| Dma {
+            sram_addr: y0 * self.row_pitch,
+            ..self.rows_dma(y0, rows.min(self.h - y0), self.chan_pitch)
+        })
+    }
 }

@@ -22,7 +22,7 @@ use crate::act::Act;
 use crate::job::{DotOpcode, Job, JobKind, Tile};
 use crate::lower::Placed;
 use nnac_isa::HwConfig;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// Most bands of rows a tensor is moved in.
 const MAX_BANDS: u32 = 16;
@@ -82,9 +82,8 @@ pub fn write_count(jobs: &[Job], p: &Placed, hw: &HwConfig) -> u32 {
 /// Chooses which reads of `cands` (buffer, layout) run in bands of rows, in the
 /// final job order: those whose first compute reader starts sooner that way. A
 /// reader that also needs a buffer loaded by a later DMA in the queue (its streamed
-/// weights) waits for that anyway, so its input is read whole. Returns the buffers
-/// and the bands.
-pub fn reads(jobs: &[Job], cands: &[(usize, Act)], hw: &HwConfig) -> (BTreeSet<usize>, ReadBands) {
+/// weights) waits for that anyway, so its input is read whole.
+pub fn reads(jobs: &[Job], cands: &[(usize, Act)], hw: &HwConfig) -> ReadBands {
     let mut out = ReadBands::new();
     for (buf, a) in cands {
         let is_read = |j: &Job| matches!(j.kind, JobKind::Read { loc, .. } if loc.0 == *buf);
@@ -109,7 +108,7 @@ pub fn reads(jobs: &[Job], cands: &[(usize, Act)], hw: &HwConfig) -> (BTreeSet<u
             out.insert(*buf, (a.clone(), a.h.div_ceil(n)));
         }
     }
-    (out.keys().copied().collect(), out)
+    out
 }
 
 /// How many bands to read `a` in for its first reader `kind`.

@@ -30,47 +30,52 @@
 //! goes next (the lowest original index on a tie, so a stretch with nothing to wait
 //! for keeps its order).
 
-use crate::bands::{dma_cycles, tile_cycles};
+use crate::bands::{dma_cycles, tile_cycles, ReadBands};
 use crate::emit::Emitted;
 use crate::job::{Job, Tile};
-use crate::sync::bytes_conflict;
-use nnac_isa::hazard::{footprint, Footprint};
+use crate::sync::{bytes_conflict, sram_footprint};
 use nnac_isa::{Class, HwConfig, Instr};
-use std::collections::BTreeSet;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 /// Most compute instructions one stretch reorders (bounds the quadratic
 /// dependency search).
 const WINDOW: usize = 256;
 
-/// Reorders the stretches after the banded reads of the buffers in `banded_reads`
+/// Reorders the stretches after the banded reads of the buffers of `read_bands`
 /// (see the module doc).
-pub fn reorder(em: &mut Emitted, jobs: &[Job], banded_reads: &BTreeSet<usize>, hw: &HwConfig) {
-    for r in stretches(em, banded_reads) {
+pub fn reorder(em: &mut Emitted, jobs: &[Job], read_bands: &ReadBands, hw: &HwConfig) {
+    for r in stretches(em, read_bands) {
         let order = schedule(em, r.clone(), jobs, hw);
         permute(em, r.start, &order);
     }
 }
 
 /// The stretches to reorder: per segment, from the first DMA_READ into a buffer of
-/// `banded_reads` to [`WINDOW`] compute instructions later, the segment's end or the
-/// first other DMA.
-fn stretches(em: &Emitted, banded_reads: &BTreeSet<usize>) -> Vec<std::ops::Range<usize>> {
+/// `banded_reads` (its keys) to [`WINDOW`] compute instructions later, the
+/// segment's end or the first other DMA.
+fn stretches<V>(em: &Emitted, banded_reads: &BTreeMap<usize, V>) -> Vec<std::ops::Range<usize>> {
     let n = em.instrs.len();
+    // Whether instruction `i` is a DMA_READ into a buffer of `banded_reads`.
+    let banded_read = |i: usize| {
+        matches!(em.instrs[i], Instr::DmaRead(_))
+            && em.access[i]
+                .writes
+                .iter()
+                .any(|b| banded_reads.contains_key(b))
+    };
     let mut out = Vec::new();
     let mut i = 0;
     while i < n {
-        let banded_read = matches!(em.instrs[i], Instr::DmaRead(_))
-            && em.access[i].writes.iter().any(|b| banded_reads.contains(b));
-        if !banded_read {
+        if !banded_read(i) {
             i += 1;
             continue;
         }
         let (start, mut computes) = (i, 0);
         while i < n && computes < WINDOW {
-            let is_banded_read = || em.access[i].writes.iter().any(|b| banded_reads.contains(b));
             match em.instrs[i].class() {
                 Class::Compute => computes += 1,
-                Class::Dma if matches!(em.instrs[i], Instr::DmaRead(_)) && is_banded_read() => {}
+                Class::Dma if banded_read(i) => {}
                 // Any other DMA (streamed weights, a transfer to DRAM) ends it.
                 Class::Dma | Class::Control => break,
             }
@@ -83,13 +88,6 @@ fn stretches(em: &Emitted, banded_reads: &BTreeSet<usize>) -> Vec<std::ops::Rang
         }
     }
     out
-}
-
-fn conflict(a: &Footprint, b: &Footprint) -> bool {
-    bytes_conflict(
-        (&a.sram_reads, &a.sram_writes),
-        (&b.sram_reads, &b.sram_writes),
-    )
 }
 
 /// The tile of a compute instruction.
@@ -125,7 +123,14 @@ fn cycles(em: &Emitted, i: usize, jobs: &[Job], hw: &HwConfig) -> f64 {
 /// The new order of the instructions of `r` (their indices), by list scheduling.
 fn schedule(em: &Emitted, r: std::ops::Range<usize>, jobs: &[Job], hw: &HwConfig) -> Vec<usize> {
     let n = r.len();
-    let fps: Vec<Footprint> = r.clone().map(|i| footprint(&em.instrs[i], hw)).collect();
+    // The SRAM bytes: `emit` has them for the instructions touching banded buffers.
+    let fps: Vec<Cow<_>> = r
+        .clone()
+        .map(|i| match &em.access[i].bytes {
+            Some(b) => Cow::Borrowed(&**b),
+            None => Cow::Owned(sram_footprint(&em.instrs[i], hw)),
+        })
+        .collect();
     let is_dma: Vec<bool> = r
         .clone()
         .map(|i| em.instrs[i].class() == Class::Dma)
@@ -138,7 +143,7 @@ fn schedule(em: &Emitted, r: std::ops::Range<usize>, jobs: &[Job], hw: &HwConfig
     for j in 0..n {
         for i in 0..j {
             let same_queue_dma = is_dma[j] && last_dma == Some(i);
-            if same_queue_dma || conflict(&fps[i], &fps[j]) {
+            if same_queue_dma || bytes_conflict(&fps[i], &fps[j]) {
                 succ[i].push(j);
                 preds[j] += 1;
             }
@@ -213,8 +218,8 @@ mod tests {
             vec![d(), d(), c(), d(), c(), d(), c(), stop(), d(), c()],
             &[&[1], &[7], &[2], &[7], &[2], &[9], &[3], &[], &[8], &[4]],
         );
-        let banded: BTreeSet<usize> = [7, 8].into();
+        let banded: BTreeMap<usize, ()> = [(7, ()), (8, ())].into();
         assert_eq!(stretches(&em, &banded), vec![1..5, 8..10]);
-        assert_eq!(stretches(&em, &BTreeSet::new()), vec![]);
+        assert_eq!(stretches(&em, &BTreeMap::<usize, ()>::new()), vec![]);
     }
 }

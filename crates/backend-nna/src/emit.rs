@@ -4,9 +4,8 @@
 use crate::bands::ReadBands;
 use crate::error::{emit_err, BackendError};
 use crate::job::{DotOpcode, Job, JobKind, Loc, Tile};
-use crate::sync::Access;
+use crate::sync::{sram_footprint, Access};
 use nnac_isa::checks::check_instr;
-use nnac_isa::hazard::footprint;
 use nnac_isa::{HwConfig, Instr};
 use std::collections::BTreeSet;
 
@@ -49,14 +48,11 @@ fn job_instrs(job: &Job, addrs: &[u64], hw: &HwConfig, read_bands: &ReadBands) -
             let Some((a, rows)) = read_bands.get(&loc.0) else {
                 return vec![Instr::DmaRead(d)];
             };
-            (0..a.h)
-                .step_by(*rows as usize)
-                .map(|y0| {
-                    let band = a.rows_dma(y0, (*rows).min(a.h - y0), a.chan_pitch);
-                    let off = u64::from(y0) * u64::from(a.row_pitch);
+            a.band_dmas(*rows)
+                .map(|band| {
                     Instr::DmaRead(nnac_isa::Dma {
-                        dram_addr: d.dram_addr + off,
-                        sram_addr: d.sram_addr + off as u32,
+                        dram_addr: d.dram_addr + band.dram_addr,
+                        sram_addr: d.sram_addr + band.sram_addr,
                         ..band
                     })
                 })
@@ -140,10 +136,7 @@ pub fn emit(
         let (reads, writes) = job.kind.access();
         let exact = reads.iter().chain(&writes).any(|b| banded.contains(b));
         for ins in job_instrs(job, addrs, hw, read_bands) {
-            let bytes = exact.then(|| {
-                let f = footprint(&ins, hw);
-                Box::new((f.sram_reads, f.sram_writes))
-            });
+            let bytes = exact.then(|| Box::new(sram_footprint(&ins, hw)));
             access.push(Access {
                 reads: reads.clone(),
                 writes: writes.clone(),

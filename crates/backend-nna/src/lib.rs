@@ -73,7 +73,6 @@ pub use spill::SplitLayer;
 
 use nnac_ir::{Graph, Op};
 use nnac_isa::{DramImage, HwConfig, Instr, Metadata, Program};
-use std::collections::BTreeSet;
 
 /// SRAM buffer alignment in bytes.
 pub const SRAM_ALIGN: u64 = 64;
@@ -237,11 +236,12 @@ pub fn lower(
         let mut jobs = low.jobs.clone();
         let mut bufs = low.bufs.clone();
         early = prefetch::lookahead(&mut bufs, &placed.addrs, &mut jobs, &low.sp, w, body_job);
-        let (read_bufs, read_bands) = bands::reads(&jobs, &low.read_cands, hw);
-        let banded: BTreeSet<usize> = low.banded.union(&read_bufs).copied().collect();
+        let read_bands = bands::reads(&jobs, &low.read_cands, hw);
+        let mut banded = low.banded.clone();
+        banded.extend(read_bands.keys());
         let mut e = emit::emit(&jobs, &placed.addrs, hw, &banded, &read_bands)?;
         if !opts.serialise {
-            cascade::reorder(&mut e, &jobs, &read_bufs, hw);
+            cascade::reorder(&mut e, &jobs, &read_bands, hw);
         }
         let mut instrs = e.instrs.clone();
         assigned = if opts.serialise {

@@ -534,50 +534,28 @@ impl<'g> Walk<'g> {
             };
             let desc = self.io_desc(&o.name, IoDir::Output, &p.act, &shape);
             self.out.io.push(desc);
-            let jobs = self.dma_bands(&o.name, &p, false);
+            let jobs = self.dma_bands(&o.name, &p);
             self.io_jobs.push(jobs);
         }
         Ok(())
     }
 
-    /// DMAs moving the whole activation `p` between SRAM and a dense DRAM tensor
-    /// (`dram_addr` relative to the tensor): a write (`to_sram` false) of a value
-    /// whose producers finish it in several pixel tiles goes out in bands of rows,
-    /// each band one DMA of `C` rows (one per channel plane, SRAM stride the channel
-    /// pitch, DRAM stride the tensor's), so that band `i` moves while band `i + 1`
-    /// computes; otherwise one DMA. Returns the job indices.
-    pub(crate) fn dma_bands(&mut self, node: &str, p: &Placed, to_sram: bool) -> Vec<usize> {
-        let a = &p.act;
-        let n = if to_sram {
-            1
-        } else {
-            crate::bands::write_count(&self.out.jobs, p, self.hw)
-        };
+    /// DMAs writing the whole activation `p` to a dense DRAM tensor (`dram_addr`
+    /// relative to the tensor): a value whose producers finish it in several pixel
+    /// tiles goes out in bands of rows ([`Act::band_dmas`]), so that band `i` moves
+    /// while band `i + 1` computes; otherwise one DMA. Returns the job indices.
+    pub(crate) fn dma_bands(&mut self, node: &str, p: &Placed) -> Vec<usize> {
+        let n = crate::bands::write_count(&self.out.jobs, p, self.hw);
         if n > 1 {
             self.out.banded.insert(p.buf);
         }
-        let rows = a.h.div_ceil(n);
-        let mut jobs = Vec::new();
-        let mut y0 = 0;
-        while y0 < a.h {
-            let r = rows.min(a.h - y0);
-            let mut dma = if n > 1 {
-                a.rows_dma(y0, r, a.chan_pitch)
-            } else {
-                Self::act_dma(a, 0)
-            };
-            dma.sram_addr = y0 * a.row_pitch;
+        let (loc, mut jobs) = (p.loc(), Vec::new());
+        for dma in p.act.band_dmas(p.act.h.div_ceil(n)) {
             jobs.push(self.out.jobs.len());
-            let loc = p.loc();
             self.out.jobs.push(Job {
                 node: node.to_string(),
-                kind: if to_sram {
-                    JobKind::Read { loc, dma }
-                } else {
-                    JobKind::Write { loc, dma }
-                },
+                kind: JobKind::Write { loc, dma },
             });
-            y0 += r;
         }
         jobs
     }

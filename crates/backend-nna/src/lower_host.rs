@@ -180,7 +180,7 @@ impl Walk<'_> {
             // The planar SRAM layout is dense NCHW: one DMA moves it.
             let desc = code_desc(&name, &t, IoLayout::Dense)?;
             let tensor = self.host.scratch(span(&desc));
-            for j in self.dma_bands(&name, &p, false) {
+            for j in self.dma_bands(&name, &p) {
                 self.host.fixups.push((j, tensor));
             }
             *wrote = true;

@@ -389,7 +389,8 @@ impl<'g> Walk<'g> {
             ..Scale::default()
         };
         if self.out.sp.px_split {
-            return self.px_split(id, &[xs], out, Some(cb), |rows, l, o, tiles| {
+            let (tp, tc) = (self.tile_pixels, self.hw.mac_cols);
+            return self.px_split(id, &[xs], out, Some(cb), |rows, l, o| {
                 vec![JobKind::Scale {
                     t: Scale {
                         h: rows,
@@ -398,7 +399,7 @@ impl<'g> Walk<'g> {
                         ..t.clone()
                     },
                     bufs: [l[0].0, o.0, (cb, 0)],
-                    tiles,
+                    tiles: tiles(rows * oa.w, oa.c, tp, tc),
                 }]
             });
         }
@@ -460,7 +461,8 @@ impl<'g> Walk<'g> {
         };
         if self.out.sp.px_split {
             let ins = [a_src, b_src];
-            return self.px_split(id, &ins, out, Some(cb), |rows, l, o, tiles| {
+            let (tp, tc) = (self.tile_pixels, self.hw.mac_cols);
+            return self.px_split(id, &ins, out, Some(cb), |rows, l, o| {
                 vec![JobKind::Eltwise {
                     t: Eltwise {
                         h: rows,
@@ -470,7 +472,7 @@ impl<'g> Walk<'g> {
                         ..t.clone()
                     },
                     bufs: [l[0].0, l[1].0, o.0, (cb, 0)],
-                    tiles,
+                    tiles: tiles(rows * oa.w, oa.c, tp, tc),
                 }]
             });
         }

@@ -41,7 +41,7 @@ pub fn acc_bound(
     // `|w|` per column; the sums are exact, so the order does not matter.
     let mut sums = vec![0i64; cols];
     (0..out_c.div_ceil(cols.max(1)))
-        .flat_map(|q| {
+        .filter_map(|q| {
             sums.iter_mut().for_each(|s| *s = 0);
             for t in 0..k {
                 let row = &blocks[(q * k + t) * cols..(q * k + t + 1) * cols];
@@ -49,13 +49,12 @@ pub fn acc_bound(
                     *s += i64::from((b as i8).unsigned_abs());
                 }
             }
-            let group: Vec<i64> = (q * cols..((q + 1) * cols).min(out_c))
+            (q * cols..((q + 1) * cols).min(out_c))
                 .map(|oc| {
                     let b = i64::from(bias.get(oc).copied().unwrap_or(0)).abs();
                     b + sums[oc - q * cols] * xmax
                 })
-                .collect();
-            group
+                .max()
         })
         .max()
         .unwrap_or(0)

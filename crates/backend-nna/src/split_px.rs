@@ -3,7 +3,7 @@
 //! each band a step of its own; spilled inputs are filled and a spilled output is
 //! written back band by band, resident ones are read / written in place.
 
-use crate::job::{tiles, JobKind, Loc, Tile};
+use crate::job::{JobKind, Loc};
 use crate::lower::Walk;
 use crate::spill::{SplitLayer, Src};
 use nnac_ir::{NnaOp, NodeId, Op};
@@ -66,16 +66,16 @@ impl Walk<'_> {
 
     /// Pushes the banded jobs of a pixel-wise layer: `inputs` and `out` (resident or
     /// spilled, `h` rows of `w` pixels, `c` channels), its channel table (if any) and
-    /// `job(rows, inputs, out, tiles)` building one band's jobs (operands as location
-    /// and channel pitch: a resident tensor keeps its own, a band buffer has
-    /// `rows * row_pitch`; `tiles` cover the band's pixels and all `c` channels).
+    /// `job(rows, inputs, out)` building one band's jobs (operands as location and
+    /// channel pitch: a resident tensor keeps its own, a band buffer has
+    /// `rows * row_pitch`).
     pub(crate) fn px_split(
         &mut self,
         id: NodeId,
         inputs: &[Src],
         out: Src,
         table: Option<usize>,
-        job: impl Fn(u32, &[(Loc, u32)], (Loc, u32), Vec<Tile>) -> Vec<JobKind>,
+        job: impl Fn(u32, &[(Loc, u32)], (Loc, u32)) -> Vec<JobKind>,
     ) -> Result<(), String> {
         let name = self.g.node(id).name.clone();
         let o = out.act().clone();
@@ -132,8 +132,7 @@ impl Walk<'_> {
                     )
                 }
             };
-            let tl = tiles(n * o.w, o.c, self.tile_pixels, self.hw.mac_cols);
-            for kind in job(n, &locs, out_loc, tl) {
+            for kind in job(n, &locs, out_loc) {
                 total += kind.instr_count();
                 self.out.jobs.push(crate::job::Job {
                     node: name.clone(),

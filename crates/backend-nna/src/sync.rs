@@ -33,40 +33,48 @@
 //! twice or cleared twice, and two flags suffice. This serialises the queues
 //! completely (no DMA/compute overlap); a buffer-based assignment is future work.
 
-use nnac_isa::hazard::Intervals;
-use nnac_isa::{Class, Instr};
+use nnac_isa::hazard::{footprint, Intervals};
+use nnac_isa::{Class, HwConfig, Instr};
 
 /// Flags the serialising scheme needs.
 pub const FLAGS_USED: u32 = 2;
+
+/// The SRAM bytes an instruction reads and writes.
+pub type SramBytes = (Intervals, Intervals);
+
+/// The SRAM bytes `ins` reads and writes (`nnac_isa::hazard::footprint`).
+pub(crate) fn sram_footprint(ins: &Instr, hw: &HwConfig) -> SramBytes {
+    let f = footprint(ins, hw);
+    (f.sram_reads, f.sram_writes)
+}
 
 /// Buffers one instruction reads and writes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Access {
     pub reads: Vec<usize>,
     pub writes: Vec<usize>,
-    /// The exact SRAM bytes the instruction reads and writes
-    /// (`nnac_isa::hazard::footprint`), kept for the instructions that touch a
-    /// buffer moved by DMA in bands (`Lowered::banded`). Two instructions that both
-    /// have it conflict only if these bytes overlap, so the DMA of one band waits only
-    /// for the tiles that write (or read) that band; any other pair compares whole
-    /// buffers.
-    pub bytes: Option<Box<(Intervals, Intervals)>>,
+    /// The exact SRAM bytes the instruction reads and writes (`sram_footprint`),
+    /// kept for the instructions that touch a buffer moved by DMA in bands
+    /// (`Lowered::banded`). Two instructions that both have it conflict only if
+    /// these bytes overlap, so the DMA of one band waits only for the tiles that
+    /// write (or read) that band; any other pair compares whole buffers.
+    pub bytes: Option<Box<SramBytes>>,
 }
 
 fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
     a.0 < b.1 && b.0 < a.1
 }
 
-/// Whether two instructions with SRAM bytes `(reads, writes)` `a` and `b` conflict:
-/// one writes a byte the other reads or writes (RAW, WAR, WAW).
-pub(crate) fn bytes_conflict(a: (&Intervals, &Intervals), b: (&Intervals, &Intervals)) -> bool {
+/// Whether two instructions with SRAM bytes `a` and `b` conflict: one writes a byte
+/// the other reads or writes (RAW, WAR, WAW).
+pub(crate) fn bytes_conflict(a: &SramBytes, b: &SramBytes) -> bool {
     let meet = |p: &Intervals, q: &Intervals| p.first_overlap(q).is_some();
-    meet(a.1, b.1) || meet(a.1, b.0) || meet(a.0, b.1)
+    meet(&a.1, &b.1) || meet(&a.1, &b.0) || meet(&a.0, &b.1)
 }
 
 fn conflict(x: &Access, y: &Access, span: &dyn Fn(usize) -> (u64, u64)) -> bool {
     if let (Some(a), Some(b)) = (&x.bytes, &y.bytes) {
-        return bytes_conflict((&a.0, &a.1), (&b.0, &b.1));
+        return bytes_conflict(a, b);
     }
     let any = |p: &[usize], q: &[usize]| {
         p.iter()
@@ -129,28 +137,28 @@ pub fn assign(
     let mut used = 0;
     for r in segments(instrs) {
         let (seg, acc) = (&mut instrs[r.clone()], &acc[r]);
-        let n = assign_segment(seg, acc, span, max_flags, true)
-            .or_else(|| assign_segment(seg, acc, span, max_flags, false))?;
+        let edges = edges(seg, acc, span);
+        let n = assign_segment(seg, &edges, max_flags, true)
+            .or_else(|| assign_segment(seg, &edges, max_flags, false))?;
         used = used.max(n);
     }
     Some(used)
 }
 
-/// Flags for one segment. With `fresh_first`, a new flag while any is left, else
-/// the reusable one whose previous waiter is oldest; without, the first reusable
-/// one (fewest flags: the fallback when the first way runs out).
+/// Flags for the `edges` of one segment. With `fresh_first`, a new flag while any
+/// is left, else the reusable one whose previous waiter is oldest; without, the
+/// first reusable one (fewest flags: the fallback when the first way runs out).
+/// Changes `instrs` only when it succeeds.
 fn assign_segment(
     instrs: &mut [Instr],
-    acc: &[Access],
-    span: &dyn Fn(usize) -> (u64, u64),
+    edges: &[(usize, usize)],
     max_flags: u32,
     fresh_first: bool,
 ) -> Option<u32> {
-    let edges = edges(instrs, acc, span);
     // Per flag: its last edge.
     let mut last: Vec<(usize, usize)> = Vec::new();
     let mut plan = Vec::with_capacity(edges.len());
-    for &(i, j) in &edges {
+    for &(i, j) in edges {
         // A fresh flag while there is one: reusing a flag makes its new setter wait
         // for the previous waiter (below), a dependency the program does not have.
         // Then the reusable flag with the oldest previous waiter (the likeliest to be
