@@ -183,9 +183,6 @@ impl Runner<'_> {
 pub struct Compiled {
     /// The quantized graph (or the fused float graph with `skip_quantization`).
     pub graph: Graph,
-    /// The folded float graph calibration ran on, kept when the report measured the
-    /// quantized graph against it (`measure`).
-    pub float_graph: Option<Graph>,
     pub report: Report,
 }
 
@@ -298,7 +295,6 @@ pub fn compile_graph(
     rep.pass_ms = r.times;
     Ok(Compiled {
         graph: g,
-        float_graph,
         report: rep,
     })
 }

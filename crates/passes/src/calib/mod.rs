@@ -12,10 +12,11 @@ pub use mse::mse_threshold;
 
 use crate::float_eval::{run_observed, Frame};
 use crate::float_ref::{FloatRef, FrameValues};
+use crate::util::is_const_dot;
 use crate::{CalibMethod, PassError, Progress, ProgressEvent};
-use nnac_ir::{DType, Graph};
+use nnac_ir::{DType, Graph, NodeId};
 use rayon::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Fewest nonzero samples a value needs before percentile / entropy may clip it.
 pub const MIN_CLIP_SAMPLES: u64 = BINS as u64;
@@ -134,7 +135,8 @@ fn finite_min_max(xs: &[f32]) -> (f32, f32) {
 /// Per-node-name statistics of every f32 value of `g` (graph inputs included) over
 /// `frames`; `progress` is told after every frame. With `keep`, the values the
 /// quantization report compares are kept for the frames it plans to keep. With
-/// `channel_means`, the per-channel sums bias correction needs are kept too.
+/// `channel_means`, the per-channel sums bias correction needs are kept too (for the
+/// outputs of dot products with constant weights).
 pub fn collect(
     g: &Graph,
     frames: &[Frame],
@@ -145,6 +147,14 @@ pub fn collect(
     if frames.is_empty() {
         return Err(PassError::Calib("no calibration frames".into()));
     }
+    // Bias correction reads the channel means of the dot products it corrects: those
+    // built from dot products with constant weights (fuse_dot).
+    let dots: BTreeSet<NodeId> = if channel_means {
+        let ids = g.node_ids().into_iter();
+        ids.filter(|&n| is_const_dot(g, n)).collect()
+    } else {
+        BTreeSet::new()
+    };
     let mut stats: BTreeMap<String, Stats> = BTreeMap::new();
     for (i, frame) in frames.iter().enumerate() {
         check_frame(g, frame, i)?;
@@ -156,7 +166,7 @@ pub fn collect(
                 if let Some(xs) = t.as_f32() {
                     let st = stats.entry(name.clone()).or_default();
                     st.add(xs);
-                    if channel_means {
+                    if dots.contains(&v.node) {
                         st.add_channels(&t.shape, xs);
                     }
                 }

@@ -6,12 +6,11 @@
 
 use super::gemm;
 use super::pool::pool;
-use super::{saturate, QTrace};
+use super::QTrace;
 use crate::qinterp::epilogue;
 use crate::quant::params::scale_zp;
 use crate::PassError;
 use nnac_ir::{ConvAttrs, ConvTransposeAttrs, DotKind, DotOp, Graph, NodeId, TensorData, Value};
-use nnac_isa::arith::{wrap_acc, ACC_BITS};
 use rayon::prelude::*;
 
 /// The weights of a dot op: an int8 constant read where it is in the graph, or codes
@@ -31,12 +30,54 @@ impl<'a> Weights<'a> {
     }
 }
 
-/// `x`: input codes, `w`: weights, `bias`: int32 bias.
-pub fn run(
+/// The exact (unwrapped) accumulators of a dot op: each is `bias + sum of products`
+/// in i64, before the 30-bit wrap.
+pub struct Accumulators {
+    /// Channel-major `[M, P]` for convolutions, rows of `[N, M]` for an inner product.
+    pub values: Vec<i64>,
+    /// The number of output channels `M`.
+    pub channels: usize,
+    /// The output's spatial size (empty for an inner product).
+    pub spatial: Vec<usize>,
+}
+
+impl Accumulators {
+    /// The length of a run of consecutive accumulators of one channel (a convolution's
+    /// plane, one value of an inner product's row); run k belongs to channel
+    /// `k % channels`.
+    fn run_len(&self) -> usize {
+        self.spatial.iter().product::<usize>().max(1)
+    }
+
+    /// The sum of every channel's accumulators, and the number of accumulators per
+    /// channel.
+    pub fn channel_sums(&self) -> (Vec<i128>, u64) {
+        let m = self.channels.max(1);
+        let mut sums = vec![0i128; self.channels];
+        for (k, r) in self.values.chunks(self.run_len()).enumerate() {
+            sums[k % m] += r.iter().map(|&a| i128::from(a)).sum::<i128>();
+        }
+        (sums, (self.values.len() / m) as u64)
+    }
+
+    /// Subtracts `delta[c]` from every accumulator of channel c: the accumulators the
+    /// same products give with bias `bias[c] - delta[c]` (exact: nothing has wrapped).
+    pub fn subtract_per_channel(&mut self, delta: &[i64]) {
+        let (run, m) = (self.run_len(), self.channels.max(1));
+        for (k, r) in self.values.chunks_mut(run).enumerate() {
+            let d = delta[k % m];
+            r.iter_mut().for_each(|a| *a -= d);
+        }
+    }
+}
+
+/// The dot op's output codes from its accumulators: the 30-bit wrap, the SIMD
+/// epilogue, the 8-bit saturation and the pooling unit.
+pub fn finish(
     g: &Graph,
     id: NodeId,
     d: &DotOp,
-    (x, w, bias): (&[i32], Weights<'_>, &[i32]),
+    acc: &Accumulators,
     trace: &mut QTrace,
 ) -> Result<Vec<i32>, PassError> {
     let node = g.node(id);
@@ -45,32 +86,23 @@ pub fn run(
         .requant
         .as_ref()
         .ok_or_else(|| PassError::node("qinterp", &node.name, "dot op is not quantized"))?;
-    let (acc, m, spatial) = accumulators(g, id, d, (x, w, bias))?;
+    let (m, spatial) = (acc.channels, &acc.spatial);
     let out_t = &node.outputs[0];
     let act = d.epilogue.act.as_ref();
-    // One value through the 30-bit wrap, the SIMD epilogue and the 8-bit saturation;
-    // returns the code and whether the accumulator wrapped.
-    let simd = |a: i64, c: usize| -> (i32, bool) {
-        let (v, wrapped) = wrap_acc(a, ACC_BITS);
-        (
-            saturate(epilogue::apply(rq, act, v, c), out_t.dtype),
-            wrapped,
-        )
-    };
-    let mut codes = vec![0i32; acc.len()];
+    let mut codes = vec![0i32; acc.values.len()];
     let overflows: u64 = if spatial.is_empty() {
         // Inner product: rows of [N], channel = position in the row.
         codes
             .par_chunks_mut(m.max(1))
-            .zip(acc.par_chunks(m.max(1)))
-            .map(|(out, row)| epilogue_row(out, row, |i| i, &simd))
+            .zip(acc.values.par_chunks(m.max(1)))
+            .map(|(out, row)| epilogue::row(rq, act, row, out, out_t.dtype))
             .sum()
     } else {
         // Conv/deconv: channel-major [M, P], one plane per channel.
         let pixels: usize = spatial.iter().product::<usize>().max(1);
         codes
             .par_chunks_mut(pixels)
-            .zip(acc.par_chunks(pixels))
+            .zip(acc.values.par_chunks(pixels))
             .enumerate()
             .map(|(c, (out, plane))| epilogue::plane(rq, act, c, plane, out, out_t.dtype))
             .sum()
@@ -82,15 +114,14 @@ pub fn run(
     })
 }
 
-/// The exact (unwrapped) accumulators of a dot op, the number of output channels and
-/// the output's spatial size (empty for an inner product): channel-major `[M, P]`
-/// for convolutions, rows of `[N, M]` for an inner product.
-pub(crate) fn accumulators(
+/// The exact accumulators of a dot op: `x`: input codes, `w`: weights, `bias`: int32
+/// bias.
+pub fn accumulators(
     g: &Graph,
     id: NodeId,
     d: &DotOp,
     (x, w, bias): (&[i32], Weights<'_>, &[i32]),
-) -> Result<(Vec<i64>, usize, Vec<usize>), PassError> {
+) -> Result<Accumulators, PassError> {
     let node = g.node(id);
     let ins = g.node_inputs(id);
     let xt = g.value_type(ins[0]);
@@ -112,7 +143,7 @@ pub(crate) fn accumulators(
     let x = narrow(x, "input")?;
     let zp = narrow(&[zp], "input zero point")?[0];
     let (x, w) = (x.as_slice(), w.as_slice());
-    Ok(match &d.kind {
+    let (values, channels, spatial) = match &d.kind {
         DotKind::Conv(a) => {
             let (acc, oh, ow) = conv_acc(a, x, &xt.shape, w, ws, bias, zp);
             (acc, ws[0], vec![oh, ow])
@@ -122,24 +153,12 @@ pub(crate) fn accumulators(
             (acc, ws[1] * a.group, vec![oh, ow])
         }
         DotKind::Inner => (inner_acc(x, &xt.shape, w, ws, bias), ws[0], vec![]),
+    };
+    Ok(Accumulators {
+        values,
+        channels,
+        spatial,
     })
-}
-
-/// Runs `simd` on every accumulator of `acc` (channel of element i: `channel(i)`)
-/// into `out`; returns the number of accumulators that wrapped.
-fn epilogue_row(
-    out: &mut [i32],
-    acc: &[i64],
-    channel: impl Fn(usize) -> usize,
-    simd: &(impl Fn(i64, usize) -> (i32, bool) + Sync),
-) -> u64 {
-    let mut wrapped = 0;
-    for (i, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
-        let (code, w) = simd(a, channel(i));
-        *o = code;
-        wrapped += u64::from(w);
-    }
-    wrapped
 }
 
 /// Exact accumulators `[M, OH*OW]` of a convolution, and the output size: per group,

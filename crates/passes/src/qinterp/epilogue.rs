@@ -1,6 +1,6 @@
 //! The SIMD epilogue on one value, written from docs/ISA.md's arithmetic:
 //! FUSED_RELU for the integer path, the fp32 sequence for the float path; and on a
-//! channel's plane of accumulators.
+//! convolution channel's plane or an inner product's row of accumulators.
 
 use super::saturate;
 use crate::simd_float::activation;
@@ -45,9 +45,17 @@ fn int_code(v: i32, m: Multiplier, zero_point: i32, lo: i32, hi: i32) -> i32 {
     arith::sat_i32(y.clamp(i128::from(lo), i128::from(hi)))
 }
 
+/// The `dtype` code of accumulator `a` of channel `c`: wrapped at 30 bits, through the
+/// epilogue and saturated; and whether it wrapped.
+#[inline]
+pub fn code(rq: &Requant, act: Option<&FusedAct>, a: i64, c: usize, dtype: DType) -> (i32, bool) {
+    let (v, wrapped) = wrap_acc(a, ACC_BITS);
+    (saturate(apply(rq, act, v, c), dtype), wrapped)
+}
+
 /// `out[i]`: the `dtype` code of accumulator `acc[i]` of channel `c`, wrapped at 30
 /// bits, through the epilogue and saturated; returns how many accumulators wrapped.
-/// The same values as [`apply`] one by one, with the requantization chosen once.
+/// The same values as [`code`] one by one, with the requantization chosen once.
 pub fn plane(
     rq: &Requant,
     act: Option<&FusedAct>,
@@ -56,7 +64,6 @@ pub fn plane(
     out: &mut [i32],
     dtype: DType,
 ) -> u64 {
-    let mut wrapped = 0;
     match rq {
         Requant::Int {
             mult,
@@ -65,19 +72,38 @@ pub fn plane(
             hi,
         } => {
             let m = mult[c];
+            let mut wrapped = 0;
             for (o, &a) in out.iter_mut().zip(acc) {
                 let (v, w) = wrap_acc(a, ACC_BITS);
                 *o = saturate(int_code(v, m, *zero_point, *lo, *hi), dtype);
                 wrapped += u64::from(w);
             }
+            wrapped
         }
-        Requant::Float { .. } => {
-            for (o, &a) in out.iter_mut().zip(acc) {
-                let (v, w) = wrap_acc(a, ACC_BITS);
-                *o = saturate(apply(rq, act, v, c), dtype);
-                wrapped += u64::from(w);
-            }
-        }
+        Requant::Float { .. } => each(out, acc, |_, a| code(rq, act, a, c, dtype)),
+    }
+}
+
+/// An inner product's row of accumulators (element i is channel i) into `out`, as
+/// [`code`]; returns how many accumulators wrapped.
+pub fn row(
+    rq: &Requant,
+    act: Option<&FusedAct>,
+    acc: &[i64],
+    out: &mut [i32],
+    dtype: DType,
+) -> u64 {
+    each(out, acc, |i, a| code(rq, act, a, i, dtype))
+}
+
+/// `out[i] = f(i, acc[i])`; returns how many of them wrapped.
+#[inline]
+fn each(out: &mut [i32], acc: &[i64], f: impl Fn(usize, i64) -> (i32, bool)) -> u64 {
+    let mut wrapped = 0;
+    for (i, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
+        let (code, w) = f(i, a);
+        *o = code;
+        wrapped += u64::from(w);
     }
     wrapped
 }

@@ -17,7 +17,7 @@ mod simd_ops;
 use crate::float_eval::Frame;
 use crate::quant::params::{code_range, dequantize, quantize, scale_zp};
 use crate::PassError;
-use nnac_ir::{DType, Graph, NnaOp, NodeId, Op, Tensor, TensorData, Value};
+use nnac_ir::{DType, DotOp, Graph, NnaOp, NodeId, Op, Tensor, TensorData, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A value during quantized execution.
@@ -102,49 +102,125 @@ pub fn run_quantized_observed(
     observe: &mut dyn FnMut(NodeId, &[i32]),
 ) -> Result<(BTreeMap<NodeId, QVal>, QTrace), PassError> {
     crate::calib::check_frame(g, inputs, 0)?;
-    let order = g
-        .topo_order()
-        .map_err(|e| PassError::node("qinterp", &e.node, e.msg))?;
-    let outputs: BTreeSet<NodeId> = g.outputs().iter().map(|o| o.value.node).collect();
-    let mut uses: BTreeMap<NodeId, usize> = BTreeMap::new();
-    for &id in &order {
-        for v in g.node_inputs(id) {
-            *uses.entry(v.node).or_default() += 1;
-        }
-    }
+    let mut walk = Walk::new(g, "qinterp")?;
     let mut vals: BTreeMap<NodeId, QVal> = BTreeMap::new();
     let mut trace = QTrace::default();
-    for id in order {
-        if read_in_place(g, id, &outputs) {
+    for id in walk.take_order() {
+        if walk.skips(g, id) {
             continue;
         }
         let v = eval_node(g, id, inputs, &vals, &mut trace)?;
         if let (QVal::Codes(c), false) = (&v, matches!(g.node(id).op, Op::Constant(_))) {
             observe(id, c);
         }
-        if uses.contains_key(&id) || outputs.contains(&id) {
+        if walk.keeps(id) {
             vals.insert(id, v);
         }
-        for input in g.node_inputs(id) {
-            let left = uses.get_mut(&input.node).expect("counted above");
-            *left -= 1;
-            if *left == 0 && !outputs.contains(&input.node) {
-                vals.remove(&input.node);
-            }
-        }
+        walk.release(&g.node_inputs(id), |n| {
+            vals.remove(&n);
+        });
     }
     Ok((vals, trace))
 }
 
-/// Whether `id` is an int8 constant that only dot ops use, as their weights: they
-/// read it from the graph, so the run does not turn it into codes.
-pub(crate) fn read_in_place(g: &Graph, id: NodeId, outputs: &BTreeSet<NodeId>) -> bool {
-    let v = Value::new(id, 0);
-    dot::Weights::int8_const(g, v).is_some()
-        && !outputs.contains(&id)
-        && g.users(v)
-            .iter()
-            .all(|&(n, slot)| slot == 1 && matches!(g.node(n).op, Op::Nna(NnaOp::Dot(_))))
+/// The walk of a quantized run: the nodes in topological order, and which values must
+/// be kept (a later node or a graph output reads them) and until when (each is dropped
+/// after its last reader has run).
+pub(crate) struct Walk {
+    order: Vec<NodeId>,
+    outputs: BTreeSet<NodeId>,
+    /// Readers of each value that have not run yet.
+    uses: BTreeMap<NodeId, usize>,
+}
+
+impl Walk {
+    /// The walk of `g` (`pass` names the caller in errors).
+    pub(crate) fn new(g: &Graph, pass: &'static str) -> Result<Walk, PassError> {
+        let order = g
+            .topo_order()
+            .map_err(|e| PassError::node(pass, &e.node, e.msg))?;
+        let outputs = g.outputs().iter().map(|o| o.value.node).collect();
+        let mut uses: BTreeMap<NodeId, usize> = BTreeMap::new();
+        for &id in &order {
+            for v in g.node_inputs(id) {
+                *uses.entry(v.node).or_default() += 1;
+            }
+        }
+        Ok(Walk {
+            order,
+            outputs,
+            uses,
+        })
+    }
+
+    /// The nodes to visit, in topological order.
+    pub(crate) fn take_order(&mut self) -> Vec<NodeId> {
+        std::mem::take(&mut self.order)
+    }
+
+    /// Whether `id` is not run: an int8 constant that only dot ops use, as their
+    /// weights (they read it from the graph, so the run does not turn it into codes).
+    pub(crate) fn skips(&self, g: &Graph, id: NodeId) -> bool {
+        let v = Value::new(id, 0);
+        dot::Weights::int8_const(g, v).is_some()
+            && !self.outputs.contains(&id)
+            && g.users(v)
+                .iter()
+                .all(|&(n, slot)| slot == 1 && matches!(g.node(n).op, Op::Nna(NnaOp::Dot(_))))
+    }
+
+    /// Whether the value of `id` must be stored.
+    pub(crate) fn keeps(&self, id: NodeId) -> bool {
+        self.uses.contains_key(&id) || self.outputs.contains(&id)
+    }
+
+    /// Counts the reads of `ins` by a node that has run; calls `drop` on every value
+    /// no node reads any more.
+    pub(crate) fn release(&mut self, ins: &[Value], mut drop: impl FnMut(NodeId)) {
+        for input in ins {
+            let left = self
+                .uses
+                .get_mut(&input.node)
+                .expect("counted by Walk::new");
+            *left -= 1;
+            if *left == 0 && !self.outputs.contains(&input.node) {
+                drop(input.node);
+            }
+        }
+    }
+}
+
+/// The exact accumulators of dot op `id` on the values `vals` of one run.
+pub(crate) fn dot_accumulators(
+    g: &Graph,
+    id: NodeId,
+    d: &DotOp,
+    vals: &BTreeMap<NodeId, QVal>,
+) -> Result<dot::Accumulators, PassError> {
+    let ins = g.node_inputs(id);
+    let arg = |i: usize| codes_of(g, id, &ins, vals, i);
+    let w = match dot::Weights::int8_const(g, ins[1]) {
+        Some(w) => dot::Weights::Int8(w),
+        None => dot::Weights::Codes(arg(1)?),
+    };
+    dot::accumulators(g, id, d, (arg(0)?, w, arg(2)?))
+}
+
+/// The codes of input `i` (of `ins`) of node `id`.
+fn codes_of<'a>(
+    g: &Graph,
+    id: NodeId,
+    ins: &[Value],
+    vals: &'a BTreeMap<NodeId, QVal>,
+    i: usize,
+) -> Result<&'a [i32], PassError> {
+    vals[&ins[i].node].codes().ok_or_else(|| {
+        PassError::node(
+            "qinterp",
+            &g.node(id).name,
+            format!("input {i} is not quantized"),
+        )
+    })
 }
 
 pub(crate) fn eval_node(
@@ -156,11 +232,7 @@ pub(crate) fn eval_node(
 ) -> Result<QVal, PassError> {
     let node = g.node(id);
     let ins = g.node_inputs(id);
-    let arg = |i: usize| -> Result<&[i32], PassError> {
-        vals[&ins[i].node].codes().ok_or_else(|| {
-            PassError::node("qinterp", &node.name, format!("input {i} is not quantized"))
-        })
-    };
+    let arg = |i: usize| codes_of(g, id, &ins, vals, i);
     let out = &node.outputs[0];
     Ok(match &node.op {
         Op::Input => {
@@ -184,13 +256,13 @@ pub(crate) fn eval_node(
             }
         }
         Op::Reshape { .. } => QVal::Codes(arg(0)?.to_vec()),
-        Op::Nna(NnaOp::Dot(d)) => {
-            let w = match dot::Weights::int8_const(g, ins[1]) {
-                Some(w) => dot::Weights::Int8(w),
-                None => dot::Weights::Codes(arg(1)?),
-            };
-            QVal::Codes(dot::run(g, id, d, (arg(0)?, w, arg(2)?), trace)?)
-        }
+        Op::Nna(NnaOp::Dot(d)) => QVal::Codes(dot::finish(
+            g,
+            id,
+            d,
+            &dot_accumulators(g, id, d, vals)?,
+            trace,
+        )?),
         Op::Nna(NnaOp::Scale(s)) => {
             QVal::Codes(simd_ops::scale(g, id, s, arg(0)?, arg(1)?, arg(2)?))
         }

@@ -6,7 +6,7 @@ use crate::qinterp::epilogue;
 use crate::quant::params::scale_zp;
 use crate::PassError;
 use nnac_ir::{EltwiseOp, Graph, NodeId, ScaleOp};
-use nnac_isa::arith::{eltwise_combine, eltwise_rescale, wrap_acc, ACC_BITS};
+use nnac_isa::arith::{eltwise_combine, eltwise_rescale};
 use nnac_isa::layouts::EltOp;
 use rayon::prelude::*;
 
@@ -86,12 +86,8 @@ pub fn eltwise(
     let (codes, wrapped) = map_planes(&at.shape, a, |c, i| {
         let ra = eltwise_rescale(a[i], za, m.a.mult, u32::from(m.a.shift));
         let rb = eltwise_rescale(b[i], zb, m.b.mult, u32::from(m.b.shift));
-        let (v, wrapped) = wrap_acc(eltwise_combine(EltOp::Add, ra, rb), ACC_BITS);
-        let code = saturate(
-            epilogue::apply(rq, e.epilogue.act.as_ref(), v, c),
-            out_t.dtype,
-        );
-        (code, wrapped)
+        let acc = eltwise_combine(EltOp::Add, ra, rb);
+        epilogue::code(rq, e.epilogue.act.as_ref(), acc, c, out_t.dtype)
     });
     trace.acc_overflows += wrapped;
     Ok(codes)

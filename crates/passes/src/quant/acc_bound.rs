@@ -14,8 +14,13 @@ pub const ACC_LIMIT: i64 = (1 << (ACC_BITS - 1)) - 1;
 /// One channel's bound: `|bias| + sum |w| * xmax`.
 #[inline(always)]
 pub fn channel_bound(wq: &[i8], bias: i64, xmax: i64) -> i64 {
-    let s: i64 = wq.iter().map(|&w| i64::from(w).abs()).sum();
-    bound_of_abs_sum(s, bias, xmax)
+    bound_of_abs_sum(abs_sum(wq), bias, xmax)
+}
+
+/// A channel's `sum |w|`.
+#[inline(always)]
+pub fn abs_sum(wq: &[i8]) -> i64 {
+    wq.iter().map(|&w| i64::from(w).abs()).sum()
 }
 
 /// [`channel_bound`] from a channel's `sum |w|`: `|bias| + sum |w| * xmax`.

@@ -9,24 +9,26 @@
 //! its exact accumulators (times the unit `s_in * s_w[c]`) is compared with the float
 //! mean of the same pre-activation (the float value of the node the dot op was built
 //! from, collected by calibration), `round(error / unit)` is subtracted from the bias,
-//! and the op runs again with the corrected bias before its users run, so every layer
-//! is corrected against the already-corrected layers before it. Only integers change:
-//! the corrected graph runs the same integer arithmetic.
+//! and the op's output is computed with the corrected bias before its users run, so
+//! every layer is corrected against the already-corrected layers before it. The
+//! accumulators are computed once: those of the corrected bias are the same ones with
+//! the correction subtracted per channel (exact: they are the unwrapped `bias + sum`).
+//! Only integers change: the corrected graph runs the same integer arithmetic.
 //!
 //! A channel whose corrected bias would break its 30-bit accumulator bound keeps
 //! its bias.
 
-use super::acc_bound::{bound_of_abs_sum, ACC_LIMIT};
+use super::acc_bound::{abs_sum, bound_of_abs_sum, ACC_LIMIT};
 use super::dot::{bias_node, layout_op};
 use super::input_code_max;
 use crate::calib::Stats;
 use crate::channels::WeightChannels;
 use crate::float_eval::Frame;
-use crate::qinterp::{self, dot::Weights, QTrace, QVal};
+use crate::qinterp::{self, dot::Accumulators, QTrace, QVal, Walk};
 use crate::PassError;
-use nnac_ir::{Graph, NnaOp, NodeId, Op, Quant, TensorData};
+use nnac_ir::{Graph, NnaOp, NodeId, Op, Quant, TensorData, Value};
 use rayon::prelude::*;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 const PASS: &str = "bias correction";
 
@@ -50,149 +52,167 @@ pub fn correct_biases(
     stats: &BTreeMap<String, Stats>,
     frames: &[Frame],
 ) -> Result<Vec<BiasCorrection>, PassError> {
-    let order = g
-        .topo_order()
-        .map_err(|e| PassError::node(PASS, &e.node, e.msg))?;
-    let outputs: BTreeSet<NodeId> = g.outputs().iter().map(|o| o.value.node).collect();
-    let mut uses: BTreeMap<NodeId, usize> = BTreeMap::new();
-    for &id in &order {
-        for v in g.node_inputs(id) {
-            *uses.entry(v.node).or_default() += 1;
-        }
-    }
+    let mut walk = Walk::new(g, PASS)?;
     let mut vals: Vec<BTreeMap<NodeId, QVal>> = vec![BTreeMap::new(); frames.len()];
     let mut done = Vec::new();
-    for id in order {
-        if qinterp::read_in_place(g, id, &outputs) {
+    for id in walk.take_order() {
+        if walk.skips(g, id) {
             continue;
         }
-        if let Op::Nna(NnaOp::Dot(_)) = g.node(id).op {
-            let old_bias = g.node_inputs(id)[2];
-            if let Some(c) = correct_dot(g, id, stats, &vals)? {
-                done.push(c);
-            }
-            // A replaced bias is a constant the topological order does not hold yet.
-            let bias = g.node_inputs(id)[2];
-            if bias != old_bias {
-                if let Some(TensorData::I32(b)) = g.const_of(bias).map(|t| &t.data) {
-                    for v in vals.iter_mut() {
-                        v.insert(bias.node, QVal::Codes(b.clone()));
-                    }
-                }
-                uses.insert(bias.node, 1);
-            }
-        }
-        let g_ref: &Graph = g;
-        let outs: Vec<QVal> = frames
-            .par_iter()
-            .zip(vals.par_iter())
-            .map(|(f, v)| qinterp::eval_node(g_ref, id, f, v, &mut QTrace::default()))
-            .collect::<Result<_, _>>()?;
-        for (v, o) in vals.iter_mut().zip(outs) {
-            if uses.contains_key(&id) || outputs.contains(&id) {
+        // The inputs the node reads (a corrected dot op reads its old bias).
+        let ins = g.node_inputs(id);
+        let outs: Vec<QVal> = if let Op::Nna(NnaOp::Dot(_)) = g.node(id).op {
+            let (c, outs) = correct_and_run_dot(g, id, stats, &vals)?;
+            done.extend(c);
+            outs
+        } else {
+            let g: &Graph = g;
+            frames
+                .par_iter()
+                .zip(vals.par_iter())
+                .map(|(f, v)| qinterp::eval_node(g, id, f, v, &mut QTrace::default()))
+                .collect::<Result<_, _>>()?
+        };
+        if walk.keeps(id) {
+            for (v, o) in vals.iter_mut().zip(outs) {
                 v.insert(id, o);
             }
         }
-        for input in g.node_inputs(id) {
-            let left = uses.get_mut(&input.node).expect("counted above");
-            *left -= 1;
-            if *left == 0 && !outputs.contains(&input.node) {
-                vals.iter_mut().for_each(|v| {
-                    v.remove(&input.node);
-                });
-            }
-        }
+        walk.release(&ins, |n| {
+            vals.iter_mut().for_each(|v| {
+                v.remove(&n);
+            })
+        });
     }
     Ok(done)
 }
 
-/// Measures the mean pre-activation error of dot op `id` and replaces its bias.
-fn correct_dot(
+/// Runs dot op `id` on every frame's values `vals`, correcting its bias on the way:
+/// its accumulators are computed once, and moved to the corrected bias before the
+/// epilogue.
+fn correct_and_run_dot(
     g: &mut Graph,
     id: NodeId,
     stats: &BTreeMap<String, Stats>,
     vals: &[BTreeMap<NodeId, QVal>],
-) -> Result<Option<BiasCorrection>, PassError> {
+) -> Result<(Option<BiasCorrection>, Vec<QVal>), PassError> {
+    // Bias correction changes the bias input, not the op.
+    let Op::Nna(NnaOp::Dot(d)) = g.node(id).op.clone() else {
+        unreachable!("caller matched a dot")
+    };
+    let mut accs: Vec<Accumulators> = {
+        let g: &Graph = g;
+        vals.par_iter()
+            .map(|v| qinterp::dot_accumulators(g, id, &d, v))
+            .collect::<Result<_, _>>()?
+    };
+    let done = correct_dot(g, id, stats, &mut accs);
+    let g: &Graph = g;
+    // Each frame's accumulators are dropped once its codes exist.
+    let outs = accs
+        .into_par_iter()
+        .map(|a| qinterp::dot::finish(g, id, &d, &a, &mut QTrace::default()).map(QVal::Codes))
+        .collect::<Result<_, _>>()?;
+    Ok((done, outs))
+}
+
+/// Measures the mean pre-activation error of dot op `id` on the accumulators `accs` of
+/// every frame, replaces its bias and moves the accumulators to the new bias.
+fn correct_dot(
+    g: &mut Graph,
+    id: NodeId,
+    stats: &BTreeMap<String, Stats>,
+    accs: &mut [Accumulators],
+) -> Option<BiasCorrection> {
+    let (report, new_bias) = corrected_bias(g, id, stats, accs)?;
+    if report.corrected_channels > 0 {
+        let mut ins = g.node_inputs(id);
+        let old = ins[2];
+        let (bias, unit) = bias_of(g, old).expect("read by corrected_bias");
+        let delta: Vec<i64> = bias
+            .iter()
+            .zip(&new_bias)
+            .map(|(&b, &n)| i64::from(b) - i64::from(n))
+            .collect();
+        let unit = unit.to_vec();
+        accs.par_iter_mut()
+            .for_each(|a| a.subtract_per_channel(&delta));
+        ins[2] = bias_node(g, &report.layer, new_bias, unit);
+        g.set_node_inputs(id, &ins);
+        // The corrected bias takes the old one's place and name.
+        if g.users(old).is_empty() {
+            let old_name = g.node(old.node).name.clone();
+            g.remove_node(old.node);
+            g.node_mut(ins[2].node).name = old_name;
+        }
+    }
+    Some(report)
+}
+
+/// The int32 bias constant `v` and its per-channel units, if it is one.
+fn bias_of(g: &Graph, v: Value) -> Option<(&[i32], &[f32])> {
+    match (
+        g.const_of(v).map(|t| &t.data),
+        g.value_type(v).quant.as_ref(),
+    ) {
+        (Some(TensorData::I32(bias)), Some(Quant::PerChannel { scales, .. })) => {
+            Some((bias, scales))
+        }
+        _ => None,
+    }
+}
+
+/// The report of dot op `id`'s correction and its corrected bias, from the
+/// accumulators of every frame; `None` when it cannot be corrected.
+fn corrected_bias(
+    g: &Graph,
+    id: NodeId,
+    stats: &BTreeMap<String, Stats>,
+    accs: &[Accumulators],
+) -> Option<(BiasCorrection, Vec<i32>)> {
     let node = g.node(id);
-    let name = node.name.clone();
     let Op::Nna(NnaOp::Dot(d)) = &node.op else {
         unreachable!("caller matched a dot")
     };
     let ins = g.node_inputs(id);
-    let Some(float_mean) = stats.get(&name).map(Stats::chan_means) else {
-        return Ok(None);
-    };
-    let (Some(TensorData::I32(bias)), Some(Quant::PerChannel { scales: unit, .. })) = (
-        g.const_of(ins[2]).map(|t| &t.data),
-        g.value_type(ins[2]).quant.as_ref(),
-    ) else {
-        return Ok(None);
-    };
-    let (bias, unit) = (bias.clone(), unit.clone());
+    let float_mean = stats.get(&node.name).map(Stats::chan_means)?;
+    let (bias, unit) = bias_of(g, ins[2])?;
     let m = bias.len();
-    if float_mean.len() != m || unit.len() != m || vals.is_empty() {
-        return Ok(None);
+    if float_mean.len() != m
+        || unit.len() != m
+        || accs.is_empty()
+        || accs.iter().any(|a| a.channels != m)
+    {
+        return None;
     }
     // Per-channel sums of the exact accumulators over all frames.
-    let per_frame: Vec<(Vec<i128>, u64)> = vals
-        .par_iter()
-        .map(|v| {
-            let code = |i: usize| {
-                v[&ins[i].node].codes().ok_or_else(|| {
-                    PassError::node(PASS, &name, format!("input {i} is not quantized"))
-                })
-            };
-            let w = match Weights::int8_const(g, ins[1]) {
-                Some(w) => Weights::Int8(w),
-                None => Weights::Codes(code(1)?),
-            };
-            let (acc, m, spatial) = qinterp::dot::accumulators(g, id, d, (code(0)?, w, code(2)?))?;
-            let mut sums = vec![0i128; m];
-            if spatial.is_empty() {
-                for (i, &a) in acc.iter().enumerate() {
-                    sums[i % m] += i128::from(a);
-                }
-                Ok((sums, (acc.len() / m.max(1)) as u64))
-            } else {
-                let p = acc.len() / m.max(1);
-                for (c, plane) in acc.chunks(p.max(1)).enumerate() {
-                    sums[c] = plane.iter().map(|&a| i128::from(a)).sum();
-                }
-                Ok((sums, p as u64))
-            }
-        })
-        .collect::<Result<_, PassError>>()?;
+    let per_frame: Vec<(Vec<i128>, u64)> =
+        accs.par_iter().map(Accumulators::channel_sums).collect();
     let n: u64 = per_frame.iter().map(|x| x.1).sum();
     if n == 0 {
-        return Ok(None);
+        return None;
     }
     let mut sums = vec![0i128; m];
     for (s, _) in &per_frame {
         sums.iter_mut().zip(s).for_each(|(a, b)| *a += b);
     }
     // Weight magnitudes per channel for the accumulator bound.
-    let wt = g.const_of(ins[1]);
-    let wshape = g.value_type(ins[1]).shape.clone();
-    let layout = WeightChannels::of(&layout_op(&d.kind), &wshape);
+    let Some(TensorData::I8(wq)) = g.const_of(ins[1]).map(|t| &t.data) else {
+        return None;
+    };
+    let layout = WeightChannels::of(&layout_op(&d.kind), &g.value_type(ins[1]).shape)?;
+    let blocks = layout.channel_major(wq, m)?;
+    let len = wq.len().checked_div(m).unwrap_or(0).max(1);
     let mut wabs = vec![0i64; m];
-    let wq: Vec<i8> = match wt.map(|t| &t.data) {
-        Some(TensorData::I8(w)) => w.clone(),
-        _ => return Ok(None),
-    };
-    let Some(layout) = layout else {
-        return Ok(None);
-    };
-    for (i, &w) in wq.iter().enumerate() {
-        if let Some(a) = wabs.get_mut(layout.channel(i)) {
-            *a += i64::from(w).abs();
-        }
+    for (a, w) in wabs.iter_mut().zip(blocks.chunks(len)) {
+        *a = abs_sum(w);
     }
     let xmax = input_code_max(g, ins[0]);
-    let s_out = match &g.node(id).outputs[0].quant {
+    let s_out = match &node.outputs[0].quant {
         Some(Quant::PerTensor { scale, .. }) => f64::from(*scale),
         _ => 1.0,
     };
-    let mut new_bias = bias.clone();
+    let mut new_bias = bias.to_vec();
     let mut max_shift = 0f64;
     let mut changed = 0;
     let mut bound = 0i64;
@@ -216,23 +236,11 @@ fn correct_dot(
     for c in 0..m {
         bound = bound.max(bound_of_abs_sum(wabs[c], i64::from(new_bias[c]), xmax));
     }
-    if changed > 0 {
-        let bv = bias_node(g, &name, new_bias, unit);
-        let mut new_ins = ins.clone();
-        new_ins[2] = bv;
-        g.set_node_inputs(id, &new_ins);
-        // The corrected bias takes the old one's place and name.
-        let old = ins[2].node;
-        if g.users(ins[2]).is_empty() {
-            let old_name = g.node(old).name.clone();
-            g.remove_node(old);
-            g.node_mut(bv.node).name = old_name;
-        }
-    }
-    Ok(Some(BiasCorrection {
-        layer: name,
+    let report = BiasCorrection {
+        layer: node.name.clone(),
         max_shift_out_steps: max_shift as f32,
         corrected_channels: changed,
         acc_bound: bound,
-    }))
+    };
+    Some((report, new_bias))
 }
