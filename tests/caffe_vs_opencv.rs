@@ -13,6 +13,9 @@
 //! Inputs are prepared by OpenCV (imread, resize) and handed to both sides as .npy.
 //! Missing models or venv fail the test with "run scripts/setup.sh first".
 
+mod common;
+
+use common::tempdir;
 use nnac_frontend::caffe::import_files;
 use nnac_frontend::ImportOptions;
 use nnac_interp::npy::read_npy;
@@ -147,10 +150,9 @@ fn check(case: Case, tol: impl Fn(&str, f32) -> f32) {
         );
     }
     expose(&mut g, case.blobs);
-    let dir =
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("caffe_vs_opencv_{}", case.name));
-    std::fs::create_dir_all(&dir).expect("tmp dir");
-    run_opencv(&case, &dir);
+    let tmp = tempdir(&format!("caffe-vs-opencv-{}", case.name));
+    let dir = tmp.path();
+    run_opencv(&case, dir);
     let input_name = g.node(g.inputs()[0]).name.clone();
     for i in 0..case.images.len() {
         let x = read_npy(dir.join(format!("{i}_input.npy"))).expect("input npy");

@@ -1,5 +1,8 @@
 //! End-to-end: `nnac asm` and `nnac disasm` (listing, -o text with side file, --json).
 
+mod common;
+
+use common::tempdir;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -7,13 +10,6 @@ const NNAC: &str = env!("CARGO_BIN_EXE_nnac");
 
 fn nnac(args: &[&str]) -> Output {
     Command::new(NNAC).args(args).output().expect("run nnac")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("nnac-cli-asm-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 fn sample_listing() -> PathBuf {
@@ -26,7 +22,8 @@ fn s(p: &Path) -> &str {
 
 #[test]
 fn asm_disasm_round_trip_is_byte_identical() {
-    let d = tmpdir("rt");
+    let tmp = tempdir("cli-asm-rt");
+    let d = tmp.path();
     let p1 = d.join("p1.nnab");
     let out = nnac(&["asm", s(&sample_listing()), "-o", s(&p1)]);
     assert!(
@@ -54,7 +51,8 @@ fn asm_disasm_round_trip_is_byte_identical() {
 
 #[test]
 fn large_dram_image_uses_a_side_file() {
-    let d = tmpdir("side");
+    let tmp = tempdir("cli-asm-side");
+    let d = tmp.path();
     let mut text = std::fs::read_to_string(sample_listing()).unwrap();
     let hex: String = (0..6000u32).map(|i| format!("{:02x}", i % 251)).collect();
     text = text.replace(
@@ -78,7 +76,8 @@ fn large_dram_image_uses_a_side_file() {
 
 #[test]
 fn listing_and_json() {
-    let d = tmpdir("show");
+    let tmp = tempdir("cli-asm-show");
+    let d = tmp.path();
     let p = d.join("p.nnab");
     assert!(nnac(&["asm", s(&sample_listing()), "-o", s(&p)])
         .status
@@ -103,7 +102,8 @@ fn listing_and_json() {
 
 #[test]
 fn errors_are_user_errors_and_leave_no_output() {
-    let d = tmpdir("err");
+    let tmp = tempdir("cli-asm-err");
+    let d = tmp.path();
     let bad = d.join("bad.s");
     std::fs::write(&bad, "DMA_READ rows=1 row_len=4\nFROB\n").unwrap();
     let p = d.join("p.nnab");
@@ -124,7 +124,8 @@ fn errors_are_user_errors_and_leave_no_output() {
 /// Unix tool (SIGPIPE), never with a panic on the closed stdout.
 #[test]
 fn closed_stdout_ends_quietly() {
-    let d = tmpdir("pipe");
+    let tmp = tempdir("cli-asm-pipe");
+    let d = tmp.path();
     // A listing longer than any pipe buffer (64 KiB by default), so nnac still has
     // output to write when it finds the reader gone, however the two are scheduled.
     let mut listing = String::from(".model \"pipe\"\n");

@@ -3,19 +3,15 @@
 //! errors. Needs the image cache of `scripts/setup.sh` (the test command runs it
 //! first); without it the test fails, it is never skipped.
 
+mod common;
+
+use common::tempdir;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("nnac-profile-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 fn nnac(args: &[&str]) -> Output {
@@ -80,8 +76,9 @@ fn profile_json(dir: &std::path::Path, prog: &str, name: &str, toml: &str) -> Va
 
 #[test]
 fn profile_of_the_tiny_cnn() {
-    let dir = tmpdir("tiny");
-    let prog = compile_tiny(&dir);
+    let tmp = tempdir("profile-tiny");
+    let dir = tmp.path();
+    let prog = compile_tiny(dir);
 
     let text = ok(&["profile", &prog]);
     // The tiny CNN's weights are resident: per-frame figures are the body's, the
@@ -199,18 +196,19 @@ fn profile_of_the_tiny_cnn() {
         .all(|e| e["dur"].as_f64().unwrap() > 0.0 && e["ts"].as_f64().unwrap() >= 0.0));
 
     // Twice the DRAM bandwidth: never more cycles.
-    let fast = profile_json(&dir, &prog, "fast.toml", "dram_share_percent = 100\n");
+    let fast = profile_json(dir, &prog, "fast.toml", "dram_share_percent = 100\n");
     assert!(u(&fast, "total_cycles") <= total);
     assert_eq!(u(&fast["hw"], "dram_bytes_per_s"), 68_000_000_000);
     // Another clock: fps follows it.
-    let clk = profile_json(&dir, &prog, "clock.toml", "clock_hz = 1000000000\n");
+    let clk = profile_json(dir, &prog, "clock.toml", "clock_hz = 1000000000\n");
     let fps = f(&clk, "fps");
     assert!((fps - 1e9 / u(&clk, "total_cycles") as f64).abs() < 1e-6 * fps);
 }
 
 #[test]
 fn profile_user_errors() {
-    let dir = tmpdir("errors");
+    let tmp = tempdir("profile-errors");
+    let dir = tmp.path();
     let missing = dir.join("missing.nnab");
     let out = nnac(&["profile", missing.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
@@ -222,7 +220,7 @@ fn profile_user_errors() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("garbage.nnab"));
 
-    let prog = compile_tiny(&dir);
+    let prog = compile_tiny(dir);
     let hw = dir.join("other.toml");
     std::fs::write(&hw, "mac_rows = 64\nsimd_width = 64\n").unwrap();
     let out = nnac(&["profile", &prog, "--hw", hw.to_str().unwrap()]);

@@ -3,6 +3,9 @@
 //! (hidden when stderr is not a terminal). Model: the PP-OCR orientation classifier
 //! (real weights, from `scripts/setup.sh`'s cache), on seeded pseudo-random frames.
 
+mod common;
+
+use common::tempdir;
 use nnac_interp::npy::{encode_npy, read_npy};
 use nnac_ir::Tensor;
 use std::path::{Path, PathBuf};
@@ -19,13 +22,6 @@ fn model() -> PathBuf {
         p.display()
     );
     p
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli_quant_{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 /// `n` frames `N x 1 x 3 x 48 x 192` of smooth seeded values in [-1, 1].
@@ -59,7 +55,8 @@ const SHAPE: &str = "x=1x3x48x192";
 
 #[test]
 fn eval_quantized_writes_dequantized_float32_close_to_float() {
-    let d = tmp("eval");
+    let tmp = tempdir("cli-quant-eval");
+    let d = tmp.path();
     let (calib, input) = (d.join("calib.npy"), d.join("input.npy"));
     frames(&calib, 2, 1);
     frames(&input, 3, 7);
@@ -138,7 +135,8 @@ fn eval_calibration_flags_are_checked() {
 
 #[test]
 fn inspect_with_calibration_shows_the_quantization_table() {
-    let d = tmp("inspect");
+    let tmp = tempdir("cli-quant-inspect");
+    let d = tmp.path();
     let calib = d.join("calib.npy");
     frames(&calib, 2, 3);
     let m = model();
@@ -178,7 +176,8 @@ fn inspect_with_calibration_shows_the_quantization_table() {
 
 #[test]
 fn compile_progress_is_hidden_when_stderr_is_not_a_terminal() {
-    let d = tmp("progress");
+    let tmp = tempdir("cli-quant-progress");
+    let d = tmp.path();
     let calib = d.join("calib.npy");
     frames(&calib, 2, 5);
     let m = model();
@@ -204,7 +203,8 @@ fn compile_progress_is_hidden_when_stderr_is_not_a_terminal() {
 /// simulator bit-exactly like `eval --quantized` with the same option.
 #[test]
 fn bias_correction_and_percentile_options_run_bit_exact_on_the_simulator() {
-    let d = tmp("bias_correction");
+    let tmp = tempdir("cli-quant-bias-correction");
+    let d = tmp.path();
     let (calib, input) = (d.join("calib.npy"), d.join("input.npy"));
     frames(&calib, 3, 5);
     frames(&input, 2, 11);

@@ -6,6 +6,9 @@
 //! Models are built here as ONNX protobufs (prost messages from nnac-frontend), so the
 //! test needs nothing from the model cache.
 
+mod common;
+
+use common::tempdir;
 use nnac_frontend::proto::onnx::tensor_shape_proto::{dimension, Dimension};
 use nnac_frontend::proto::onnx::*;
 use prost::Message;
@@ -17,13 +20,6 @@ fn nnac(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run nnac")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("nnac-user-errors-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 fn s(p: &Path) -> &str {
@@ -210,7 +206,8 @@ fn tiny_program(dir: &Path) -> PathBuf {
 
 #[test]
 fn a_missing_model_file_is_named() {
-    let d = tmpdir("missing");
+    let tmp = tempdir("user-errors-missing");
+    let d = tmp.path();
     let out = d.join("x.nnab");
     let missing = d.join("no_such_model.onnx");
     fails_with(
@@ -219,7 +216,7 @@ fn a_missing_model_file_is_named() {
     );
     fails_with(&["inspect", s(&missing)], &["no_such_model.onnx"]);
     fails_with(
-        &["run", s(&d.join("nope.nnab")), "--output-dir", s(&d)],
+        &["run", s(&d.join("nope.nnab")), "--output-dir", s(d)],
         &["nope.nnab"],
     );
     assert!(!out.exists());
@@ -227,7 +224,8 @@ fn a_missing_model_file_is_named() {
 
 #[test]
 fn every_unsupported_op_is_listed_with_its_node() {
-    let d = tmpdir("unsupported");
+    let tmp = tempdir("user-errors-unsupported");
+    let d = tmp.path();
     let model = d.join("m.onnx");
     unsupported_model(&model);
     let out = d.join("m.nnab");
@@ -241,7 +239,8 @@ fn every_unsupported_op_is_listed_with_its_node() {
 
 #[test]
 fn a_dynamic_input_asks_for_input_shape() {
-    let d = tmpdir("dynamic");
+    let tmp = tempdir("user-errors-dynamic");
+    let d = tmp.path();
     let model = d.join("dyn.onnx");
     dynamic_model(&model);
     let out = d.join("dyn.nnab");
@@ -274,8 +273,9 @@ fn a_dynamic_input_asks_for_input_shape() {
 
 #[test]
 fn a_corrupted_program_names_the_problem() {
-    let d = tmpdir("corrupt");
-    let prog = tiny_program(&d);
+    let tmp = tempdir("user-errors-corrupt");
+    let d = tmp.path();
+    let prog = tiny_program(d);
     let bytes = std::fs::read(&prog).unwrap();
     let flipped = d.join("flipped.nnab");
     let mut b = bytes.clone();
@@ -309,7 +309,8 @@ fn a_corrupted_program_names_the_problem() {
 
 #[test]
 fn a_model_too_large_for_sram_names_the_layer_and_bytes() {
-    let d = tmpdir("too-large");
+    let tmp = tempdir("user-errors-too-large");
+    let d = tmp.path();
     let model = d.join("huge.onnx");
     huge_layer_model(&model);
     let hw = d.join("small.toml");
@@ -335,8 +336,9 @@ fn a_model_too_large_for_sram_names_the_layer_and_bytes() {
 
 #[test]
 fn an_input_of_the_wrong_shape_or_dtype_is_refused() {
-    let d = tmpdir("bad-input");
-    let prog = tiny_program(&d);
+    let tmp = tempdir("user-errors-bad-input");
+    let d = tmp.path();
+    let prog = tiny_program(d);
     let outdir = d.join("out");
     let model = root().join("models/tiny_cnn.onnx");
     let wrong_shape = d.join("shape.npy");

@@ -1,7 +1,10 @@
 //! End-to-end: `nnac verify` on programs assembled with the isa listing API.
 
+mod common;
+
+use common::tempdir;
 use nnac_isa::listing::assemble;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const NNAC: &str = env!("CARGO_BIN_EXE_nnac");
@@ -22,10 +25,11 @@ fn listing(conv_waits: &str) -> String {
     )
 }
 
-fn write_program(name: &str, text: &str) -> PathBuf {
+/// Assembles `text` into `dir/NAME.nnab`.
+fn write_program(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = assemble(text, &mut |f: &str| Err(format!("no side file {f}")))
         .unwrap_or_else(|e| panic!("{e}"));
-    let path = std::env::temp_dir().join(format!("nnac-verify-{name}-{}.nnab", std::process::id()));
+    let path = dir.join(format!("{name}.nnab"));
     std::fs::write(&path, p.write().unwrap()).unwrap();
     path
 }
@@ -44,7 +48,8 @@ fn text(b: &[u8]) -> String {
 
 #[test]
 fn clean_program_verifies() {
-    let p = write_program("clean", &listing("wait_set=F0,F1"));
+    let tmp = tempdir("verify");
+    let p = write_program(tmp.path(), "clean", &listing("wait_set=F0,F1"));
     let out = verify(&[p.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
@@ -55,7 +60,8 @@ fn clean_program_verifies() {
 
 #[test]
 fn missing_wait_is_reported_as_a_race() {
-    let p = write_program("race", &listing("wait_set=F1"));
+    let tmp = tempdir("verify");
+    let p = write_program(tmp.path(), "race", &listing("wait_set=F1"));
     let out = verify(&[p.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
@@ -81,7 +87,8 @@ fn resident_listing(in_addr: &str) -> String {
 
 #[test]
 fn a_body_overwriting_resident_weights_is_rejected() {
-    let p = write_program("resident", &resident_listing("0x1000"));
+    let tmp = tempdir("verify");
+    let p = write_program(tmp.path(), "resident", &resident_listing("0x1000"));
     let out = verify(&[p.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stdout));
     assert!(
@@ -90,7 +97,7 @@ fn a_body_overwriting_resident_weights_is_rejected() {
         text(&out.stdout)
     );
     // The body's input DMA lands on weight bytes 0x100..0x180 the conv reads.
-    let p = write_program("overwrite", &resident_listing("0x100"));
+    let p = write_program(tmp.path(), "overwrite", &resident_listing("0x100"));
     let out = verify(&[p.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
@@ -104,7 +111,8 @@ fn a_body_overwriting_resident_weights_is_rejected() {
 
 #[test]
 fn unsatisfiable_wait_is_reported_as_a_deadlock() {
-    let p = write_program("deadlock", &listing("wait_set=F0,F1,F7"));
+    let tmp = tempdir("verify");
+    let p = write_program(tmp.path(), "deadlock", &listing("wait_set=F0,F1,F7"));
     let out = verify(&[p.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
@@ -118,7 +126,8 @@ fn unsatisfiable_wait_is_reported_as_a_deadlock() {
 #[test]
 fn bad_instruction_geometry_is_named() {
     let bad = listing("wait_set=F0,F1").replace("out_h=4", "out_h=3");
-    let p = write_program("geometry", &bad);
+    let tmp = tempdir("verify");
+    let p = write_program(tmp.path(), "geometry", &bad);
     let out = verify(&[p.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let stdout = text(&out.stdout);
@@ -131,7 +140,8 @@ fn bad_instruction_geometry_is_named() {
 
 #[test]
 fn corrupt_file_and_other_hardware_are_user_errors() {
-    let p = write_program("corrupt", &listing("wait_set=F0,F1"));
+    let tmp = tempdir("verify");
+    let p = write_program(tmp.path(), "corrupt", &listing("wait_set=F0,F1"));
     let mut bytes = std::fs::read(&p).unwrap();
     let n = bytes.len();
     bytes[n - 1] ^= 1;
@@ -144,8 +154,8 @@ fn corrupt_file_and_other_hardware_are_user_errors() {
         text(&out.stderr)
     );
 
-    let p = write_program("hw", &listing("wait_set=F0,F1"));
-    let hw = std::env::temp_dir().join(format!("nnac-verify-hw-{}.toml", std::process::id()));
+    let p = write_program(tmp.path(), "hw", &listing("wait_set=F0,F1"));
+    let hw = tmp.path().join("hw.toml");
     std::fs::write(&hw, "flags = 8\n").unwrap();
     let out = verify(&[p.to_str().unwrap(), "--hw", hw.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));

@@ -6,6 +6,9 @@
 //! ONNX Runtime. Needs the cache and venv of `scripts/setup.sh` (the test command
 //! runs it first); without them the tests fail, they are never skipped.
 
+mod common;
+
+use common::tempdir;
 use nnac_ir::{Tensor, TensorData};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -67,16 +70,10 @@ fn to_npy(img: &Path, out: &Path) {
     );
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("nnac-e2e-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[test]
 fn committed_model_is_what_its_script_makes() {
-    let dir = tmpdir("regen");
+    let tmp = tempdir("e2e-regen");
+    let dir = tmp.path();
     let out = dir.join("tiny_cnn.onnx");
     run_ok(
         Command::new(python())
@@ -92,7 +89,8 @@ fn committed_model_is_what_its_script_makes() {
 
 #[test]
 fn compiled_program_is_deterministic_race_free_and_bit_exact() {
-    let dir = tmpdir("exact");
+    let tmp = tempdir("e2e-exact");
+    let dir = tmp.path();
     let calib = dir.join("calib");
     std::fs::create_dir_all(&calib).unwrap();
     for name in ["coffee.png", "chelsea.png", "coins.png"] {
@@ -223,7 +221,8 @@ fn compiled_program_is_deterministic_race_free_and_bit_exact() {
 
 #[test]
 fn float_interpreter_matches_onnx_runtime() {
-    let dir = tmpdir("ort");
+    let tmp = tempdir("e2e-ort");
+    let dir = tmp.path();
     let input = dir.join("coffee.npy");
     to_npy(&image("coffee.png"), &input);
     let model = root().join("models/tiny_cnn.onnx");

@@ -27,6 +27,9 @@ const CLS_FLOOR: f64 = 0.96;
 /// The open_nsfw target (measured 0.0101 on 2026-11-25).
 const NSFW_TARGET: f32 = 0.02;
 
+mod common;
+
+use common::tempdir;
 use nnac_frontend::ImportOptions;
 use nnac_ir::{Graph, Tensor};
 use nnac_passes::{Frame, PassOptions};
@@ -333,7 +336,8 @@ fn ppocr_detector_int8_mask_iou_at_least_onnx_runtime() {
         ious.push(mask_iou(&fp, &qp, 0.3));
     }
     let ours = ious.iter().sum::<f64>() / ious.len() as f64;
-    let ort_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("quant_accuracy_ort");
+    let ort_tmp = tempdir("quant-accuracy");
+    let ort_dir = ort_tmp.path().join("ort");
     let line = run_ok(
         Command::new(python())
             .arg(root().join("scripts/ort_quantize.py"))

@@ -4,6 +4,9 @@
 //! PP-OCR text-orientation classifier and text detector (real trained weights).
 //! Needs the cache and venv of `scripts/setup.sh`; fails (never skips) without them.
 
+mod common;
+
+use common::tempdir;
 use nnac_frontend::ImportOptions;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -57,13 +60,11 @@ fn compare(
     mean: &str,
     scale: &str,
 ) -> f32 {
-    let dir = std::env::temp_dir().join(format!(
-        "nnac-ort-{}-{}",
-        model.file_stem().unwrap().to_string_lossy(),
-        std::process::id()
+    let tmp = tempdir(&format!(
+        "ort-{}",
+        model.file_stem().unwrap().to_string_lossy()
     ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = tmp.path();
     let npy = dir.join("input.npy");
     let size = format!("{}x{}", shape[2], shape[3]);
     let img = need(root().join(".cache/models/images").join(image));
@@ -122,7 +123,6 @@ fn compare(
         );
         worst = worst.max(err);
     }
-    let _ = std::fs::remove_dir_all(&dir);
     worst
 }
 

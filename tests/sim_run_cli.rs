@@ -1,6 +1,9 @@
 //! End-to-end: `nnac run` quantizes float inputs, runs the simulator, dequantizes
 //! (or with --raw keeps) the outputs, stacks frames, and leaves no files on error.
 
+mod common;
+
+use common::tempdir;
 use nnac_interp::npy::{encode_npy, read_npy};
 use nnac_ir::{Tensor, TensorData};
 use nnac_isa::*;
@@ -11,13 +14,6 @@ const NNAC: &str = env!("CARGO_BIN_EXE_nnac");
 
 fn nnac(args: &[&str]) -> Output {
     Command::new(NNAC).args(args).output().expect("run nnac")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("nnac-sim-run-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 fn s(p: &Path) -> &str {
@@ -72,8 +68,9 @@ fn write_f32(path: &Path, shape: Vec<usize>, v: Vec<f32>) {
 
 #[test]
 fn quantizes_runs_and_dequantizes() {
-    let d = tmpdir("basic");
-    let prog = copy_program(&d);
+    let tmp = tempdir("sim-run-basic");
+    let d = tmp.path();
+    let prog = copy_program(d);
     let x = d.join("x.npy");
     write_f32(&x, vec![1, 4], vec![0.0, 0.25, -1.0, 100.0]);
     let out = d.join("out");
@@ -113,8 +110,9 @@ fn quantizes_runs_and_dequantizes() {
 
 #[test]
 fn a_leading_dimension_runs_several_frames() {
-    let d = tmpdir("frames");
-    let prog = copy_program(&d);
+    let tmp = tempdir("sim-run-frames");
+    let d = tmp.path();
+    let prog = copy_program(d);
     let x = d.join("x.npy");
     write_f32(&x, vec![3, 1, 4], (0..12).map(|i| i as f32 * 0.5).collect());
     let r = nnac(&[
@@ -123,7 +121,7 @@ fn a_leading_dimension_runs_several_frames() {
         "--input",
         &format!("x={}", s(&x)),
         "--output-dir",
-        s(&d),
+        s(d),
         "--raw",
     ]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
@@ -137,8 +135,9 @@ fn a_leading_dimension_runs_several_frames() {
 
 #[test]
 fn errors_exit_1_and_write_nothing() {
-    let d = tmpdir("errors");
-    let prog = copy_program(&d);
+    let tmp = tempdir("sim-run-errors");
+    let d = tmp.path();
+    let prog = copy_program(d);
     let out = d.join("out");
     let bad = d.join("bad.npy");
     write_f32(&bad, vec![1, 5], vec![0.0; 5]);

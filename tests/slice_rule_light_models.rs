@@ -6,6 +6,9 @@
 //! (`seq_rule`) and the timing model's packet-load count (`broken_slices`).
 //! Needs the cache and venv of `scripts/setup.sh`; fails, never skips, without them.
 
+mod common;
+
+use common::tempdir;
 use nnac_isa::{HwConfig, Instr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,9 +46,8 @@ fn astronaut(dir: &Path) -> nnac_ir::Tensor {
 
 #[test]
 fn light_models_obey_the_slice_rule() {
-    let dir = std::env::temp_dir().join(format!("nnac-slice-rule-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let image = astronaut(&dir);
+    let tmp = tempdir("slice-rule");
+    let image = astronaut(tmp.path());
     let hw = HwConfig::default();
     for name in ["resnet50", "inception_v1", "inception_v2", "bvlc_alexnet"] {
         let model = need(root().join(format!(".cache/models/light/{name}.onnx")));
@@ -75,5 +77,4 @@ fn light_models_obey_the_slice_rule() {
         let profile = nnac_runtime_sim::timing::analyze(&program, None).unwrap();
         assert_eq!(profile.broken_slices, 0, "{name}");
     }
-    std::fs::remove_dir_all(&dir).ok();
 }

@@ -13,6 +13,9 @@
 //! Needs the cache and venv of `scripts/setup.sh` (the test command runs it first);
 //! fails, never skips, without them.
 
+mod common;
+
+use common::tempdir;
 use nnac_frontend::ImportOptions;
 use nnac_ir::{Tensor, TensorData};
 use nnac_isa::{HwConfig, Program};
@@ -349,10 +352,8 @@ fn validate(c: &Case, dir: &Path) -> Row {
 
 #[test]
 fn every_real_model_compiles_runs_bit_exact_and_is_profiled() {
-    let dir = std::env::temp_dir().join(format!("nnac-validation-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let rows: Vec<Row> = cases().iter().map(|c| validate(c, &dir)).collect();
+    let tmp = tempdir("validation");
+    let rows: Vec<Row> = cases().iter().map(|c| validate(c, tmp.path())).collect();
     // Written to stderr directly (not through print!), so the table shows in the
     // test command's output even when the test passes.
     let mut table = String::new();

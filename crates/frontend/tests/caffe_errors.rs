@@ -54,8 +54,11 @@ fn unexpected_end_of_file_points_at_the_end() {
 
 #[test]
 fn file_errors_name_the_file() {
-    let dir = std::env::temp_dir().join(format!("nnac-caffe-errors-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("nnac-caffe-errors-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let path = dir.join("bad.prototxt");
     std::fs::write(&path, "name: \"t\"\nlayer { nme: \"x\" }\n").unwrap();
     let e = import_files(&path, None, &ImportOptions::default()).unwrap_err();
@@ -67,7 +70,6 @@ fn file_errors_name_the_file() {
     let missing =
         import_files(&dir.join("none.prototxt"), None, &ImportOptions::default()).unwrap_err();
     assert!(matches!(missing, ImportError::Io { .. }), "{missing:?}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

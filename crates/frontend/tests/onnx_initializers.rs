@@ -210,15 +210,20 @@ fn external(location: &str, offset: Option<u64>, length: Option<u64>) -> TensorP
     }
 }
 
-fn temp_dir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("nnac-onnx-ext-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(d.join("sub")).unwrap();
+/// A scratch model directory with a `sub/` directory, removed when the guard drops.
+fn model_dir(tag: &str) -> tempfile::TempDir {
+    let d = tempfile::Builder::new()
+        .prefix(&format!("nnac-onnx-ext-{tag}-"))
+        .tempdir()
+        .unwrap();
+    std::fs::create_dir_all(d.path().join("sub")).unwrap();
     d
 }
 
 #[test]
 fn external_data_next_to_the_model() {
-    let dir = temp_dir("ok");
+    let tmp = model_dir("ok");
+    let dir = tmp.path();
     let mut bytes = vec![0xAAu8; 8];
     bytes.extend([1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|x| x.to_le_bytes()));
     std::fs::write(dir.join("sub/weights.bin"), &bytes).unwrap();
@@ -232,7 +237,7 @@ fn external_data_next_to_the_model() {
     // Without a length the rest of the file from the offset is read; the same bytes
     // through import_bytes with a base directory.
     let m = add_model(external("sub/weights.bin", Some(8), None));
-    let g = onnx::import_bytes(&encode(&m), Some(&dir), "m", &ImportOptions::default()).unwrap();
+    let g = onnx::import_bytes(&encode(&m), Some(dir), "m", &ImportOptions::default()).unwrap();
     assert_eq!(
         const_input(&g, 0, 1).data,
         TensorData::F32(vec![1.0, 2.0, 3.0, 4.0])
@@ -242,8 +247,8 @@ fn external_data_next_to_the_model() {
         add_model(external("sub/weights.bin", Some(12), None)),
         add_model(external("sub/weights.bin", Some(0), Some(12))),
     ] {
-        let e = onnx::import_bytes(&encode(&m), Some(&dir), "m", &ImportOptions::default())
-            .unwrap_err();
+        let e =
+            onnx::import_bytes(&encode(&m), Some(dir), "m", &ImportOptions::default()).unwrap_err();
         assert!(
             matches!(&e, ImportError::Invalid { node, .. } if node == "c"),
             "{e}"
@@ -252,7 +257,6 @@ fn external_data_next_to_the_model() {
     let e =
         onnx::import_bytes(&encode(&m_plain()), None, "m", &ImportOptions::default()).unwrap_err();
     assert!(e.to_string().contains("directory"), "{e}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn m_plain() -> nnac_frontend::proto::onnx::ModelProto {
@@ -261,7 +265,8 @@ fn m_plain() -> nnac_frontend::proto::onnx::ModelProto {
 
 #[test]
 fn external_paths_may_not_escape_the_model_directory() {
-    let dir = temp_dir("escape");
+    let tmp = model_dir("escape");
+    let dir = tmp.path();
     std::fs::write(dir.join("w.bin"), [0u8; 16]).unwrap();
     for loc in ["../w.bin", "/etc/passwd", "sub/../../w.bin", ""] {
         let e = onnx::import_bytes(
@@ -292,5 +297,4 @@ fn external_paths_may_not_escape_the_model_directory() {
             "{e}"
         );
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

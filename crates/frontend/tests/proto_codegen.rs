@@ -111,10 +111,12 @@ fn generate_all(scratch: &Path) -> Result<Vec<Output>, Box<dyn std::error::Error
     Ok(outputs)
 }
 
-fn scratch_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("proto_codegen");
-    fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+/// A scratch directory for prost-build, removed when the guard drops.
+fn scratch_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("nnac-proto-codegen-")
+        .tempdir()
+        .expect("create scratch dir")
 }
 
 fn bless_requested() -> bool {
@@ -123,7 +125,8 @@ fn bless_requested() -> bool {
 
 #[test]
 fn generated_proto_code_is_up_to_date() {
-    let outputs = generate_all(&scratch_dir()).expect("proto generation failed");
+    let scratch = scratch_dir();
+    let outputs = generate_all(scratch.path()).expect("proto generation failed");
     let committed = committed_dir();
     let mut stale = Vec::new();
     for out in &outputs {
@@ -148,9 +151,9 @@ fn generated_proto_code_is_up_to_date() {
 
 #[test]
 fn generation_is_deterministic() {
-    let scratch = scratch_dir().join("second-run");
-    let first = generate_all(&scratch).expect("first generation");
-    let second = generate_all(&scratch).expect("second generation");
+    let scratch = scratch_dir();
+    let first = generate_all(scratch.path()).expect("first generation");
+    let second = generate_all(scratch.path()).expect("second generation");
     for (a, b) in first.iter().zip(&second) {
         assert_eq!(a.file_name, b.file_name);
         assert!(a.bytes == b.bytes, "{} differs between runs", a.file_name);

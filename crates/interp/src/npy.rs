@@ -619,8 +619,11 @@ mod tests {
 
     #[test]
     fn file_errors_name_the_path() {
-        let dir = std::env::temp_dir().join(format!("nnac-npy-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("nnac-npy-test-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path();
         let p = dir.join("bad.npy");
         std::fs::write(&p, b"garbage").unwrap();
         let e = read_npy(&p).unwrap_err().to_string();
@@ -628,6 +631,5 @@ mod tests {
         let t = Tensor::f32(vec![1], vec![3.0]).unwrap();
         write_npy(dir.join("ok.npy"), &t).unwrap();
         assert_eq!(read_npy(dir.join("ok.npy")).unwrap(), t);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

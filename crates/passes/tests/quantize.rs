@@ -271,8 +271,12 @@ fn accumulator_bound_triggers_rescaling_on_adversarial_weights() {
 
 #[test]
 fn compiling_twice_is_deterministic_and_dumps_every_pass() {
-    let dir = std::env::temp_dir().join(format!("nnac-passes-dump-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = tempfile::Builder::new()
+        .prefix("nnac-passes-dump-")
+        .tempdir()
+        .unwrap();
+    // Not created beforehand: the dump creates its directory.
+    let dir = tmp.path().join("dump");
     let opts = PassOptions {
         dump: Some(DumpSpec {
             stage: None,
@@ -300,7 +304,6 @@ fn compiling_twice_is_deterministic_and_dumps_every_pass() {
     let text = std::fs::read_to_string(dir.join("15-quantize.ir")).unwrap();
     let parsed = nnac_ir::parse(&text).unwrap();
     assert_eq!(nnac_ir::print(&parsed), text);
-    std::fs::remove_dir_all(&dir).unwrap();
     // Unknown stage names are rejected up front.
     let bad = PassOptions {
         dump: Some(DumpSpec {
