@@ -53,6 +53,14 @@ fn ok(o: &Output) -> String {
 
 const SHAPE: &str = "x=1x3x48x192";
 
+/// `nnac CMD MODEL --input-shape SHAPE REST...` on the classifier.
+fn on_model(cmd: &str, rest: &[&str]) -> Output {
+    let m = model();
+    let mut args = vec![cmd, m.to_str().unwrap(), "--input-shape", SHAPE];
+    args.extend_from_slice(rest);
+    nnac(&args)
+}
+
 #[test]
 fn eval_quantized_writes_dequantized_float32_close_to_float() {
     let tmp = tempdir("cli-quant-eval");
@@ -60,33 +68,29 @@ fn eval_quantized_writes_dequantized_float32_close_to_float() {
     let (calib, input) = (d.join("calib.npy"), d.join("input.npy"));
     frames(&calib, 2, 1);
     frames(&input, 3, 7);
-    let m = model();
-    let m = m.to_str().unwrap();
     let (fd, qd) = (d.join("float"), d.join("int8"));
-    let s = ok(&nnac(&[
+    let s = ok(&on_model(
         "eval",
-        m,
-        "--input-shape",
-        SHAPE,
-        "--input",
-        input.to_str().unwrap(),
-        "--output-dir",
-        fd.to_str().unwrap(),
-    ]));
+        &[
+            "--input",
+            input.to_str().unwrap(),
+            "--output-dir",
+            fd.to_str().unwrap(),
+        ],
+    ));
     assert!(s.contains("frame(s) float"), "{s}");
-    let s = ok(&nnac(&[
+    let s = ok(&on_model(
         "eval",
-        m,
-        "--input-shape",
-        SHAPE,
-        "--input",
-        input.to_str().unwrap(),
-        "--output-dir",
-        qd.to_str().unwrap(),
-        "--quantized",
-        "--calib",
-        calib.to_str().unwrap(),
-    ]));
+        &[
+            "--input",
+            input.to_str().unwrap(),
+            "--output-dir",
+            qd.to_str().unwrap(),
+            "--quantized",
+            "--calib",
+            calib.to_str().unwrap(),
+        ],
+    ));
     assert!(s.contains("frame(s) int8"), "{s}");
     let name = "save_infer_model_scale_0.tmp_1.npy";
     let (f, q) = (
@@ -107,29 +111,10 @@ fn eval_quantized_writes_dequantized_float32_close_to_float() {
 
 #[test]
 fn eval_calibration_flags_are_checked() {
-    let m = model();
-    let m = m.to_str().unwrap();
-    let o = nnac(&[
-        "eval",
-        m,
-        "--input-shape",
-        SHAPE,
-        "--input",
-        "x.npy",
-        "--quantized",
-    ]);
+    let o = on_model("eval", &["--input", "x.npy", "--quantized"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--calib"));
-    let o = nnac(&[
-        "eval",
-        m,
-        "--input-shape",
-        SHAPE,
-        "--input",
-        "missing.npy",
-        "--calib",
-        "c.npy",
-    ]);
+    let o = on_model("eval", &["--input", "missing.npy", "--calib", "c.npy"]);
     assert_eq!(o.status.code(), Some(1));
 }
 
@@ -139,15 +124,7 @@ fn inspect_with_calibration_shows_the_quantization_table() {
     let d = tmp.path();
     let calib = d.join("calib.npy");
     frames(&calib, 2, 3);
-    let m = model();
-    let s = ok(&nnac(&[
-        "inspect",
-        m.to_str().unwrap(),
-        "--input-shape",
-        SHAPE,
-        "--calib",
-        calib.to_str().unwrap(),
-    ]));
+    let s = ok(&on_model("inspect", &["--calib", calib.to_str().unwrap()]));
     assert!(s.contains("// graph "), "{s}");
     assert!(
         s.contains("2 calibration frame(s), method percentile"),
@@ -160,12 +137,7 @@ fn inspect_with_calibration_shows_the_quantization_table() {
         "{s}"
     );
     // The table is comments: the IR text that follows is unchanged.
-    let ir = ok(&nnac(&[
-        "inspect",
-        m.to_str().unwrap(),
-        "--input-shape",
-        SHAPE,
-    ]));
+    let ir = ok(&on_model("inspect", &[]));
     let body: String = ir
         .lines()
         .filter(|l| !l.starts_with("//"))
@@ -180,17 +152,15 @@ fn compile_progress_is_hidden_when_stderr_is_not_a_terminal() {
     let d = tmp.path();
     let calib = d.join("calib.npy");
     frames(&calib, 2, 5);
-    let m = model();
-    let o = nnac(&[
+    let o = on_model(
         "compile",
-        m.to_str().unwrap(),
-        "--input-shape",
-        SHAPE,
-        "--calib",
-        calib.to_str().unwrap(),
-        "-o",
-        d.join("m.nnab").to_str().unwrap(),
-    ]);
+        &[
+            "--calib",
+            calib.to_str().unwrap(),
+            "-o",
+            d.join("m.nnab").to_str().unwrap(),
+        ],
+    );
     ok(&o);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("calibrating"), "{err}");
@@ -208,8 +178,6 @@ fn bias_correction_and_percentile_options_run_bit_exact_on_the_simulator() {
     let (calib, input) = (d.join("calib.npy"), d.join("input.npy"));
     frames(&calib, 3, 5);
     frames(&input, 2, 11);
-    let m = model();
-    let m = m.to_str().unwrap();
     let name = "save_infer_model_scale_0.tmp_1.npy";
     let mut runs = Vec::new();
     for (tag, extra) in [
@@ -220,10 +188,6 @@ fn bias_correction_and_percentile_options_run_bit_exact_on_the_simulator() {
     ] {
         let prog = d.join(format!("{tag}.nnab"));
         let mut args = vec![
-            "compile",
-            m,
-            "--input-shape",
-            SHAPE,
             "--calib",
             calib.to_str().unwrap(),
             "-q",
@@ -231,7 +195,7 @@ fn bias_correction_and_percentile_options_run_bit_exact_on_the_simulator() {
             prog.to_str().unwrap(),
         ];
         args.extend_from_slice(extra);
-        ok(&nnac(&args));
+        ok(&on_model("compile", &args));
         let (sim, ev) = (d.join(format!("{tag}-sim")), d.join(format!("{tag}-eval")));
         ok(&nnac(&[
             "run",
@@ -242,10 +206,6 @@ fn bias_correction_and_percentile_options_run_bit_exact_on_the_simulator() {
             sim.to_str().unwrap(),
         ]));
         let mut args = vec![
-            "eval",
-            m,
-            "--input-shape",
-            SHAPE,
             "--input",
             input.to_str().unwrap(),
             "--output-dir",
@@ -255,7 +215,7 @@ fn bias_correction_and_percentile_options_run_bit_exact_on_the_simulator() {
             calib.to_str().unwrap(),
         ];
         args.extend_from_slice(extra);
-        ok(&nnac(&args));
+        ok(&on_model("eval", &args));
         let (s, e) = (
             read_npy(sim.join(name)).unwrap().to_f32_vec(),
             read_npy(ev.join(name)).unwrap().to_f32_vec(),
@@ -275,15 +235,9 @@ fn bias_correction_and_percentile_options_run_bit_exact_on_the_simulator() {
             "{tag}: the option did not change eval's output"
         );
     }
-    let o = nnac(&[
+    let o = on_model(
         "compile",
-        m,
-        "--input-shape",
-        SHAPE,
-        "--calib",
-        calib.to_str().unwrap(),
-        "--percentile",
-        "0",
-    ]);
+        &["--calib", calib.to_str().unwrap(), "--percentile", "0"],
+    );
     assert_eq!(o.status.code(), Some(1));
 }

@@ -72,13 +72,10 @@ pub fn plane(
             hi,
         } => {
             let m = mult[c];
-            let mut wrapped = 0;
-            for (o, &a) in out.iter_mut().zip(acc) {
+            each(out, acc, |_, a| {
                 let (v, w) = wrap_acc(a, ACC_BITS);
-                *o = saturate(int_code(v, m, *zero_point, *lo, *hi), dtype);
-                wrapped += u64::from(w);
-            }
-            wrapped
+                (saturate(int_code(v, m, *zero_point, *lo, *hi), dtype), w)
+            })
         }
         Requant::Float { .. } => each(out, acc, |_, a| code(rq, act, a, c, dtype)),
     }
