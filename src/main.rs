@@ -33,7 +33,7 @@ enum Command {
     Verify(cmd::verify::Args),
     /// Run a .nnab program on the functional simulator.
     Run(cmd::run::Args),
-    /// Where a program's cycles go: cycle-approximate timing, per layer, against the shape bound.
+    /// Where a program's cycles go: cycle-approximate timing, per layer, against the shape bound and the schedule floor.
     Profile(cmd::profile::Args),
 }
 

@@ -91,6 +91,7 @@ fn profile_of_the_tiny_cnn() {
         "MAC utilization",
         "DRAM per frame: read",
         "SRAM peak",
+        "schedule floor:",
         "conv1",
     ] {
         assert!(text.contains(want), "text report lacks {want:?}:\n{text}");
@@ -128,6 +129,13 @@ fn profile_of_the_tiny_cnn() {
         total,
         "the body's segment is the frame"
     );
+    // The schedule floor: the body's segment's busiest unit, never above its cycles.
+    let floor = &segments[1]["floor"];
+    let busiest = ["dma", "mac", "simd"].iter().map(|k| u(floor, k)).max();
+    assert_eq!(Some(u(floor, "cycles")), busiest, "{floor}");
+    assert!(["DMA", "MAC", "SIMD"].contains(&floor["limit"].as_str().unwrap_or("")));
+    assert_eq!(u(&j, "floor_cycles"), u(floor, "cycles"));
+    assert!(0 < u(&j, "floor_cycles") && u(&j, "floor_cycles") <= total);
     assert!(u(&j, "sram_peak_bytes") > 0);
     let causes = &j["cycles_by_cause"];
     let by_cause: u64 = [

@@ -3,7 +3,8 @@
 //! (`nnac_runtime_sim::timing`, docs/PERFORMANCE.md).
 //!
 //! Prints the totals (cycles, time and frames per second at the configured clock, MAC
-//! utilization, DRAM bytes, SRAM peak, cycles by cause) and one line per layer (by
+//! utilization, DRAM bytes, SRAM peak, the schedule floor of every segment and of the
+//! frame, cycles by cause) and one line per layer (by
 //! source node name): MACs, cycles, utilization against the shape bound, stall cycles
 //! by cause, DRAM bytes. For a program with a prologue (weights resident in SRAM,
 //! docs/ISA.md 2.2) these are one frame's (the body's steady state) and the
@@ -145,8 +146,13 @@ pub fn to_json(name: &str, program: &Program, p: &Profile) -> Value {
             "dram_bytes": { "read": q.dram_read, "written": q.dram_written },
         })),
         "sram_peak_bytes": p.sram_peak,
-        "segments": p.timeline.segments.iter().map(|s| json!({
+        "floor_cycles": p.floor_cycles(),
+        "segments": p.timeline.segments.iter().zip(&p.floors).map(|(s, f)| json!({
             "start": s.start, "end": s.end, "stop_instr": s.stop,
+            "floor": {
+                "cycles": f.cycles(), "limit": f.limit(),
+                "dma": f.dma, "mac": f.mac, "simd": f.simd,
+            },
         })).collect::<Vec<_>>(),
         "host_ops": p.host_ops.iter().map(|h| json!({
             "segment": h.segment,
@@ -178,6 +184,36 @@ fn mib(b: u64) -> String {
 
 fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
+}
+
+/// The segments against their floors (docs/PERFORMANCE.md 2.1).
+fn floor_lines(s: &mut String, p: &Profile) {
+    let body = p.prologue.map_or(0, |q| q.segments);
+    let segs = p.timeline.segments.iter().zip(&p.floors).skip(body);
+    if p.timeline.segments.len().saturating_sub(body) > 1 {
+        let seg: Vec<String> = segs
+            .map(|(g, f)| format!("{} ({} {})", g.end - g.start, f.cycles(), f.limit()))
+            .collect();
+        let _ = writeln!(
+            s,
+            "segments (cycles, floor and its unit): {}",
+            seg.join(" + ")
+        );
+    }
+    let (floor, t) = (p.floor_cycles(), p.total_cycles);
+    let min: u64 = p.layers.iter().map(|l| l.min_cycles).sum();
+    let best = if min > 0 && floor > 0 {
+        let b = pct(ratio(min, floor).min(1.0));
+        format!("; in any order these instructions reach at most {b} of the shape bound")
+    } else {
+        String::new()
+    };
+    let lost = t.saturating_sub(floor);
+    let _ = writeln!(
+        s,
+        "schedule floor: {floor} cycles (each segment's busiest unit); the order and the waits cost {lost} ({}){best}",
+        pct(ratio(lost, t))
+    );
 }
 
 fn summary(name: &str, program: &Program, p: &Profile) -> String {
@@ -231,15 +267,7 @@ fn summary(name: &str, program: &Program, p: &Profile) -> String {
             h.segment, h.name, h.op, h.input_elements, h.output_elements
         );
     }
-    if p.timeline.segments.len() > 1 {
-        let seg: Vec<String> = p
-            .timeline
-            .segments
-            .iter()
-            .map(|g| (g.end - g.start).to_string())
-            .collect();
-        let _ = writeln!(s, "segments (cycles): {}", seg.join(" + "));
-    }
+    floor_lines(&mut s, p);
     let _ = writeln!(
         s,
         "cycles by cause: MAC {}, SIMD-only work {}, waiting on DMA {}, on flags {}, SRAM ports {}, SIMD unload {}",

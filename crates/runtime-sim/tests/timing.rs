@@ -108,6 +108,10 @@ fn compute_waiting_on_a_dma_stalls_exactly_the_dma_time() {
     assert_eq!(c.charge.simd_unload, 96);
     assert_eq!(p.total_cycles, 404);
     assert_eq!(p.charge.total(), 404);
+    // The floor: the DMA queue's 300 cycles; the flag's serialization costs 104.
+    let f = p.floors[0];
+    assert_eq!((f.dma, f.mac, f.simd, f.limit()), (300, 8, 96, "DMA"));
+    assert_eq!(p.floor_cycles(), 300);
 }
 
 #[test]
@@ -124,6 +128,8 @@ fn queues_overlap_without_flags() {
     assert_eq!(c.charge.total(), 104);
     assert_eq!(d.charge.dma, 196);
     assert_eq!(p.charge.total(), 300);
+    // Without a flag between them the queues overlap fully: the floor is reached.
+    assert_eq!(p.floor_cycles(), p.total_cycles);
 }
 
 #[test]
@@ -356,6 +362,13 @@ fn random_programs_respect_the_invariants() {
             p.layers.iter().map(|l| l.cycles).sum::<u64>(),
             p.total_cycles
         );
+        // No segment takes less than its busiest unit's work.
+        assert_eq!(p.floors.len(), p.timeline.segments.len());
+        for (g, f) in p.timeline.segments.iter().zip(&p.floors) {
+            assert!(f.cycles() <= g.end - g.start, "case {case}: {f:?} > {g:?}");
+            assert!(f.cycles() > 0, "case {case}: every segment has work");
+        }
+        assert!(p.floor_cycles() <= p.total_cycles, "case {case}");
         let again = analyze(&prog, None).unwrap();
         assert_eq!(again.timeline, p.timeline, "case {case}: not deterministic");
     }

@@ -11,11 +11,13 @@
 //! - [`scheduler`]: the two queues, the flags, STOP-separated segments.
 //! - [`timeline`]: when each instruction ran and what each cycle is charged to.
 //! - [`shape`]: the shape bound; [`layers`]: per-layer aggregation.
+//! - [`floor`]: the schedule floor, each segment's busiest unit.
 //!
 //! Entry point: [`analyze`].
 
 pub mod cost;
 pub mod dot_cost;
+pub mod floor;
 pub mod layers;
 pub mod packet;
 pub mod params;
@@ -25,6 +27,7 @@ pub mod shape;
 pub mod simd_cost;
 pub mod timeline;
 
+pub use floor::SegmentFloor;
 pub use layers::{LayerProfile, PROGRAM_LAYER};
 pub use params::TimingParams;
 pub use timeline::{Charge, InstrTiming, SegmentTiming, Timeline, Unit};
@@ -113,6 +116,9 @@ pub struct Profile {
     pub broken_slices: u64,
     pub layers: Vec<LayerProfile>,
     pub timeline: Timeline,
+    /// The work of every segment of the timeline per unit (its order; the
+    /// prologue's included): [`Profile::floor_cycles`].
+    pub floors: Vec<SegmentFloor>,
     /// Mnemonic of every instruction (for traces).
     pub mnemonics: Vec<&'static str>,
     /// Layer name of every instruction.
@@ -138,6 +144,17 @@ impl Profile {
         let min: u64 = self.layers.iter().map(|l| l.min_cycles).sum();
         let array = (self.params.rows * self.params.cols) as f64;
         (min > 0).then(|| (self.macs as f64 / (min as f64 * array)).min(1.0))
+    }
+
+    /// The schedule floor of one frame: the sum of the body's segments' floors
+    /// (`floor.rs`), the fewest cycles any order of these instructions could take.
+    pub fn floor_cycles(&self) -> u64 {
+        let body = self.prologue.map_or(0, |p| p.segments);
+        self.floors
+            .iter()
+            .skip(body)
+            .map(SegmentFloor::cycles)
+            .sum()
     }
 
     /// MACs / (cycles x rows x cols).
@@ -281,6 +298,7 @@ pub fn analyze_with(
         layers,
         mnemonics: program.instrs.iter().map(|i| i.mnemonic()).collect(),
         layer_of: names,
+        floors: floor::segment_floors(&costs, &tl),
         timeline: tl,
         params: prm,
     })

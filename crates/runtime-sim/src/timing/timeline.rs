@@ -81,7 +81,7 @@ pub struct InstrTiming {
 }
 
 /// One STOP-terminated segment of the program.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SegmentTiming {
     pub start: u64,
     pub end: u64,
