@@ -532,7 +532,36 @@ fn conv_geometry(t: &mut DotProduct, a: &nnac_ir::ConvAttrs) -> Result<(), Strin
     let [pb, pr] = two(a.pads.get(2..).unwrap_or(&[]), "pads")?;
     (t.pad_top, t.pad_left, t.pad_bottom, t.pad_right) = (pt, pl, pb, pr);
     t.groups = u32_of(a.group, "group")?;
-    Ok(())
+    let geometry = [
+        ("kernel_h", t.kernel_h),
+        ("kernel_w", t.kernel_w),
+        ("stride_h", t.stride_h),
+        ("stride_w", t.stride_w),
+        ("dil_h", t.dil_h),
+        ("dil_w", t.dil_w),
+        ("pad_top", t.pad_top),
+        ("pad_left", t.pad_left),
+        ("pad_bottom", t.pad_bottom),
+        ("pad_right", t.pad_right),
+    ];
+    geometry.iter().try_for_each(|&(f, v)| in_field(f, v))
+}
+
+/// Whether `v` fits the dot-product instructions' field `name` (docs/ISA.md's range):
+/// a kernel, stride, dilation or pad beyond it is a layer the NNA cannot run.
+fn in_field(name: &str, v: u32) -> Result<(), String> {
+    let spec = DotProduct::FIELDS
+        .iter()
+        .find(|f| f.name == name)
+        .expect("a dot-product field");
+    if (spec.min..=spec.max).contains(&i64::from(v)) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name} {v} is beyond the dot-product instructions' {}..={}",
+            spec.min, spec.max
+        ))
+    }
 }
 
 /// Transposed convolution: `output_padding` is folded into the bottom/right pads

@@ -473,6 +473,26 @@ fn global_pool_wider_than_the_kernel_field_stays_depthwise() {
 }
 
 #[test]
+fn global_pool_wider_than_the_depthwise_kernel_is_listed_unsupported() {
+    // A 4 x 300 map: not even the depthwise form's 8-bit kernel_w holds 300 columns.
+    let (g, shape) = gap_net(4, 300, 8);
+    let q = quantize_graph(g, &shape);
+    let err = nnac_backend_nna::lower(&q, &HwConfig::fsd(), &Default::default())
+        .err()
+        .expect("refused");
+    match &err {
+        nnac_backend_nna::BackendError::Unsupported(v) => {
+            assert!(
+                v.iter()
+                    .any(|(n, r)| n == "gap" && r.contains("kernel_w 300")),
+                "{err}"
+            )
+        }
+        e => panic!("not an unsupported-node error: {e}"),
+    }
+}
+
+#[test]
 fn global_pool_of_a_concatenation_reads_it_hwc() {
     // Two branches concatenated (in place) and pooled: the concatenation is stored
     // HWC so the pool runs with the channels as output pixels.

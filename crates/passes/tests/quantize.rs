@@ -468,3 +468,51 @@ fn bias_correction_removes_the_mean_error_on_the_calibration_frames() {
         assert!(after <= 0.75 * f64::from(scale), "{after} vs step {scale}");
     }
 }
+
+/// A NaN or infinite parameter (here in a conv's weights, or from a batch norm with a
+/// negative variance) has no int8 code: quantization names the layer and the element
+/// instead of failing later on an infinite requantization multiplier.
+#[test]
+fn non_finite_parameters_are_named() {
+    let shape = [1, 3, 8, 8];
+    let build = |poison: &dyn Fn(&mut Graph)| {
+        let mut rng = Rng(3);
+        let mut g = Graph::new("nan");
+        let x = input(&mut g, &shape);
+        let c = conv(&mut g, &mut rng, "c0", x, 4, 3, 1, 1);
+        let b = batchnorm(&mut g, &mut rng, "bn0", c);
+        let r = relu(&mut g, "r0", b);
+        g.add_output("y", r);
+        poison(&mut g);
+        g
+    };
+    let replace = |g: &mut Graph, name: &str, at: usize, v: f32| {
+        let id = g.find(name).unwrap();
+        let mut t = g.const_of(nnac_ir::Value::new(id, 0)).unwrap().clone();
+        let mut d = t.to_f32_vec();
+        d[at] = v;
+        t = nnac_ir::Tensor::f32(t.shape.clone(), d).unwrap();
+        let fresh = g.add_constant(format!("{name}.poisoned"), t);
+        let user = g.users(nnac_ir::Value::new(id, 0))[0];
+        let mut ins = g.node_inputs(user.0);
+        ins[usize::from(user.1)] = fresh;
+        g.set_node_inputs(user.0, &ins);
+    };
+    let mut rng = Rng(4);
+    let f = vec![frame(&mut rng, &shape)];
+    let opts = PassOptions::default();
+    let err = compile_graph(build(&|g| replace(g, "c0.w", 5, f32::NAN)), &f, &opts)
+        .err()
+        .expect("a NaN weight is refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("'c0'") && msg.contains("element 5") && msg.contains("NaN"),
+        "{msg}"
+    );
+    let err = compile_graph(build(&|g| replace(g, "bn0.v", 2, -1.0)), &f, &opts)
+        .err()
+        .expect("a negative variance is refused");
+    let msg = err.to_string();
+    // Channel 2's first weight: 2 x (3 x 3 x 3).
+    assert!(msg.contains("'c0'") && msg.contains("element 54"), "{msg}");
+}

@@ -30,6 +30,25 @@ pub fn layout_op(kind: &DotKind) -> Op {
     }
 }
 
+/// Refuses a NaN or infinite float parameter (int8 has no code for it), naming the
+/// first one: from the model itself, or from folding a batch norm whose variance plus
+/// epsilon is not positive.
+fn non_finite(v: &[f32], what: &str, shape: &[usize], name: &str) -> Result<(), PassError> {
+    match v.iter().position(|x| !x.is_finite()) {
+        None => Ok(()),
+        Some(i) => Err(PassError::node(
+            PASS,
+            name,
+            format!(
+                "element {i} of the (folded) {what} {shape:?} is {}, which no int8 code \
+                 represents (a non-finite parameter in the model, or a batch norm with \
+                 variance + epsilon <= 0)",
+                v[i]
+            ),
+        )),
+    }
+}
+
 /// Quantizes the dot node `id` in place (its input and output types are already set).
 pub fn quantize_dot(g: &mut Graph, id: NodeId, xmax: i64) -> Result<AccReport, PassError> {
     let name = g.node(id).name.clone();
@@ -73,6 +92,8 @@ pub fn quantize_dot(g: &mut Graph, id: NodeId, xmax: i64) -> Result<AccReport, P
         Some(w) => Cow::Borrowed(w),
         None => Cow::Owned(wt.to_f32_vec()),
     };
+    non_finite(&w, "weights", &wshape, &name)?;
+    non_finite(&bias, "bias", &[m], &name)?;
     let q = quantize_layer(&w, &bias, layout, s_in, zp_in, xmax).ok_or_else(|| {
         PassError::node(
             PASS,

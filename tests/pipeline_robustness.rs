@@ -1,0 +1,393 @@
+//! The whole pipeline on hostile models: the bundled tiny CNN (models/tiny_cnn.onnx)
+//! with seeded random semantic mutations (attribute values out of range or NaN, ops
+//! swapped for others, inputs dropped or rewired into cycles, initializers with the
+//! wrong shape or NaN, input shapes of 0 or 100,000, integer input types) goes through
+//! import, the float interpreter, fold/fuse/quantize, the quantized interpreter, the
+//! backend and the simulator. Each step may refuse the model with an error; none may
+//! panic. (The importer's byte-level corruption tests live in
+//! crates/frontend/tests/onnx_robustness.rs; these mutations decode cleanly, so they
+//! reach the passes and the backend.)
+
+use nnac_backend_nna::BackendOptions;
+use nnac_frontend::proto::onnx::{AttributeProto, ModelProto, NodeProto, TensorProto};
+use nnac_frontend::{onnx::import_bytes, ImportOptions};
+use nnac_ir::{Tensor, Value};
+use nnac_isa::{container::IoDir, HwConfig};
+use nnac_passes::{Frame, PassOptions};
+use nnac_runtime_sim::{RunOptions, Schedule};
+use prost::Message;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+
+/// Cases run: every one is a fresh mutation of the tiny CNN.
+const CASES: u64 = 1000;
+/// Largest input (elements) the case builds a calibration frame for.
+const MAX_FRAME: usize = 1 << 20;
+
+/// xorshift64*: the seeds below reproduce every case.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+    fn pick<T: Copy>(&mut self, v: &[T]) -> T {
+        v[self.below(v.len())]
+    }
+}
+
+const INTS: [i64; 12] = [
+    0,
+    -1,
+    1,
+    2,
+    3,
+    5,
+    7,
+    64,
+    100,
+    i32::MAX as i64,
+    i32::MIN as i64,
+    1 << 40,
+];
+const FLOATS: [f32; 6] = [0.0, -1.0, f32::NAN, f32::INFINITY, 1e30, 1e-30];
+const OPS: [&str; 30] = [
+    "Conv",
+    "ConvTranspose",
+    "MaxPool",
+    "AveragePool",
+    "Relu",
+    "Sigmoid",
+    "LeakyRelu",
+    "HardSwish",
+    "HardSigmoid",
+    "Clip",
+    "PRelu",
+    "Add",
+    "Mul",
+    "Concat",
+    "Flatten",
+    "Reshape",
+    "Gemm",
+    "MatMul",
+    "Softmax",
+    "GlobalMaxPool",
+    "BatchNormalization",
+    "Transpose",
+    "Resize",
+    "LRN",
+    "Sub",
+    "Div",
+    "Pad",
+    "Squeeze",
+    "ReduceMean",
+    "Slice",
+];
+/// The integer attributes each op of the tiny CNN (or swapped in) reads, so that a
+/// new one reaches the op's builder instead of its unknown-attribute check.
+fn int_attrs(op: &str) -> &'static [&'static str] {
+    match op {
+        "Conv" | "ConvTranspose" => &[
+            "dilations",
+            "group",
+            "kernel_shape",
+            "strides",
+            "pads",
+            "output_padding",
+        ],
+        "MaxPool" | "AveragePool" => &[
+            "kernel_shape",
+            "strides",
+            "pads",
+            "ceil_mode",
+            "count_include_pad",
+            "dilations",
+            "storage_order",
+        ],
+        "Gemm" => &["transA", "transB"],
+        "Flatten" | "Concat" | "Softmax" => &["axis"],
+        "LRN" => &["size"],
+        "ReduceMean" => &["keepdims"],
+        _ => &[],
+    }
+}
+
+/// The float attributes each op reads.
+fn float_attrs(op: &str) -> &'static [&'static str] {
+    match op {
+        "BatchNormalization" => &["epsilon", "momentum"],
+        "Gemm" | "LRN" | "HardSigmoid" | "LeakyRelu" => &["alpha", "beta", "bias"],
+        "Clip" => &["min", "max"],
+        _ => &[],
+    }
+}
+
+/// ONNX AttributeProto types.
+const FLOAT: i32 = 1;
+const INT: i32 = 2;
+const INTS_TYPE: i32 = 7;
+
+fn set_attr(n: &mut NodeProto, a: AttributeProto) {
+    n.attribute.retain(|b| b.name != a.name);
+    n.attribute.push(a);
+}
+
+/// One mutation of `m`.
+fn mutate(m: &mut ModelProto, r: &mut Rng) {
+    let g = m.graph.as_mut().expect("the tiny CNN has a graph");
+    let outputs: Vec<String> = g.node.iter().flat_map(|n| n.output.clone()).collect();
+    let inits: Vec<String> = g
+        .initializer
+        .iter()
+        .filter_map(|t| t.name.clone())
+        .collect();
+    let ni = r.below(g.node.len());
+    match r.below(9) {
+        // An existing list attribute: one element out of range.
+        0 => {
+            let n = &mut g.node[ni];
+            if let Some(a) = n.attribute.iter_mut().find(|a| !a.ints.is_empty()) {
+                let k = r.below(a.ints.len());
+                a.ints[k] = r.pick(&INTS);
+            }
+        }
+        // A new (or replaced) attribute the op reads: integers (a value or a list of 1
+        // to 5) or a float NaN, infinite, negative or 0.
+        1 | 2 => {
+            let n = &mut g.node[ni];
+            let op = n.op_type.clone().unwrap_or_default();
+            let (ints, floats) = (int_attrs(&op), float_attrs(&op));
+            let a = if !ints.is_empty() && (floats.is_empty() || r.below(2) == 0) {
+                let list = r.below(2) == 0;
+                let v: Vec<i64> = (0..1 + r.below(5)).map(|_| r.pick(&INTS)).collect();
+                AttributeProto {
+                    name: Some(r.pick(ints).to_string()),
+                    r#type: Some(if list { INTS_TYPE } else { INT }),
+                    i: (!list).then_some(v[0]),
+                    ints: if list { v } else { vec![] },
+                    ..AttributeProto::default()
+                }
+            } else if !floats.is_empty() {
+                AttributeProto {
+                    name: Some(r.pick(floats).to_string()),
+                    r#type: Some(FLOAT),
+                    f: Some(r.pick(&FLOATS)),
+                    ..AttributeProto::default()
+                }
+            } else {
+                return;
+            };
+            set_attr(n, a);
+        }
+        // An initializer: a NaN or huge element, truncated data, or another shape.
+        3 => {
+            let k = r.below(g.initializer.len());
+            let t: &mut TensorProto = &mut g.initializer[k];
+            match r.below(3) {
+                0 if t.raw_data.as_ref().is_some_and(|d| d.len() >= 4) => {
+                    let mut d = t.raw_data.as_ref().unwrap().to_vec();
+                    let at = 4 * r.below(d.len() / 4);
+                    let v = r.pick(&[f32::NAN, f32::INFINITY, -f32::INFINITY, 1e30]);
+                    d[at..at + 4].copy_from_slice(&v.to_le_bytes());
+                    t.raw_data = Some(d.into());
+                }
+                1 => {
+                    if let Some(d) = t.raw_data.as_mut() {
+                        let cut = d.len().saturating_sub(1 + r.below(8));
+                        d.truncate(cut);
+                    }
+                }
+                _ => {
+                    let rank = r.pick(&[0usize, 1, 2, 4, 5]);
+                    t.dims = (0..rank).map(|_| r.pick(&[0, 1, 2, 3, 96, 97])).collect();
+                }
+            }
+        }
+        // The input's shape: one dimension 0, tiny or huge.
+        4 => {
+            use nnac_frontend::proto::onnx::tensor_shape_proto::dimension::Value as Dim;
+            use nnac_frontend::proto::onnx::type_proto::Value as Ty;
+            if let Some(Ty::TensorType(t)) =
+                g.input[0].r#type.as_mut().and_then(|t| t.value.as_mut())
+            {
+                if let Some(s) = t.shape.as_mut() {
+                    let k = r.below(s.dim.len());
+                    let v = r.pick(&[0, 1, 2, 3, 5, 7, 100, 4096, 100_000]);
+                    s.dim[k].value = Some(Dim::DimValue(v));
+                }
+            }
+        }
+        // Another op in the node's place, same inputs and attributes.
+        5 => g.node[ni].op_type = Some(r.pick(&OPS).to_string()),
+        // An input dropped, or one added (any value, an initializer, or a dangling name).
+        6 => {
+            let n = &mut g.node[ni];
+            if !n.input.is_empty() && r.below(2) == 0 {
+                let k = r.below(n.input.len());
+                n.input.remove(k);
+            } else {
+                let mut names = outputs.clone();
+                names.extend(inits.iter().cloned());
+                names.push("nope".to_string());
+                n.input.push(names[r.below(names.len())].clone());
+            }
+        }
+        // An input rewired to any node's output: forward, backward (a cycle) or itself.
+        7 => {
+            let n = &mut g.node[ni];
+            if !n.input.is_empty() {
+                let k = r.below(n.input.len());
+                n.input[k] = outputs[r.below(outputs.len())].clone();
+            }
+        }
+        // The input's element type: integer, double, half, bool.
+        _ => {
+            use nnac_frontend::proto::onnx::type_proto::Value as Ty;
+            if let Some(Ty::TensorType(t)) =
+                g.input[0].r#type.as_mut().and_then(|t| t.value.as_mut())
+            {
+                t.elem_type = Some(r.pick(&[1, 2, 3, 6, 7, 9, 10, 11]));
+            }
+        }
+    }
+}
+
+/// With `NNAC_FUZZ_VERBOSE` set, prints why a case stopped (to review the messages).
+fn verbose(stage: &str, e: &dyn std::fmt::Display) {
+    if std::env::var_os("NNAC_FUZZ_VERBOSE").is_some() {
+        println!("{stage}: {e}");
+    }
+}
+
+/// How far a case got: imported, quantized, lowered to a program, run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    Refused,
+    Imported,
+    Quantized,
+    Lowered,
+    Simulated,
+}
+
+/// One case through every stage; an `Err` at any stage ends it (a refusal is fine).
+fn pipeline(bytes: &[u8]) -> Stage {
+    let g = match import_bytes(bytes, None, "mutated.onnx", &ImportOptions::default()) {
+        Ok(g) => g,
+        Err(e) => {
+            verbose("import", &e);
+            return Stage::Refused;
+        }
+    };
+    let frames: Vec<Frame> = g
+        .inputs()
+        .first()
+        .map(|&id| {
+            (
+                g.node(id).name.clone(),
+                g.value_type(Value::new(id, 0)).shape.clone(),
+            )
+        })
+        .filter(|(_, shape)| shape.iter().product::<usize>() <= MAX_FRAME)
+        .and_then(|(name, shape)| {
+            let n = shape.iter().product::<usize>();
+            let data = (0..n).map(|i| ((i * 7919) % 255) as f32 / 255.0).collect();
+            Tensor::f32(shape, data).map(|t| [(name, t)].into_iter().collect())
+        })
+        .into_iter()
+        .collect();
+    for f in &frames {
+        let _ = nnac_interp::run_float(&g, f);
+    }
+    let c = match nnac_passes::compile_graph(g, &frames, &PassOptions::default()) {
+        Ok(c) => c,
+        Err(e) => {
+            verbose("passes", &e);
+            return Stage::Imported;
+        }
+    };
+    for f in &frames {
+        let _ = nnac_passes::run_quantized(&c.graph, f);
+    }
+    let hw = HwConfig::fsd();
+    let program = match nnac_backend_nna::lower(&c.graph, &hw, &BackendOptions::default()) {
+        Ok((p, _)) => p,
+        Err(e) => {
+            // A refusal names the model's problem; a failed self-check is a backend bug.
+            let text = e.to_string();
+            verbose("backend", &text);
+            assert!(!text.contains("backend bug"), "{text}");
+            return Stage::Quantized;
+        }
+    };
+    let inputs: Vec<(String, Vec<u8>)> = program
+        .io
+        .iter()
+        .filter(|d| d.dir == IoDir::Input)
+        .map(|d| {
+            let n = nnac_runtime_sim::numel(d) as usize;
+            (d.name.clone(), vec![0x5a; n * d.dtype.size() as usize])
+        })
+        .collect();
+    let opts = RunOptions {
+        schedule: Schedule::Eager,
+        hw: None,
+    };
+    let ran = nnac_runtime_sim::run(&program, &inputs, &opts);
+    let _ = nnac_runtime_sim::timing::analyze(&program, None);
+    if ran.is_ok() {
+        Stage::Simulated
+    } else {
+        Stage::Lowered
+    }
+}
+
+#[test]
+fn mutated_models_are_refused_or_compiled_never_a_panic() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let base = std::fs::read(root.join("models/tiny_cnn.onnx")).expect("models/tiny_cnn.onnx");
+    let base = ModelProto::decode(base.as_slice()).expect("the tiny CNN decodes");
+    // The unmutated model must get through every stage, or the mutations test nothing.
+    let whole = catch_unwind(|| pipeline(&base.encode_to_vec()));
+    assert_eq!(whole.ok(), Some(Stage::Simulated), "the tiny CNN itself");
+    // Silence the default hook's backtrace spam; failures are collected below.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut panics = Vec::new();
+    let mut reached = std::collections::BTreeMap::<Stage, u64>::new();
+    for seed in 1..=CASES {
+        let mut r = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut m = base.clone();
+        for _ in 0..1 + r.below(3) {
+            mutate(&mut m, &mut r);
+        }
+        let bytes = m.encode_to_vec();
+        match catch_unwind(AssertUnwindSafe(|| pipeline(&bytes))) {
+            Ok(stage) => *reached.entry(stage).or_default() += 1,
+            Err(e) => {
+                let msg = e
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                panics.push(format!("seed {seed}: {msg}"));
+            }
+        }
+    }
+    std::panic::set_hook(hook);
+    println!(
+        "{CASES} mutated models, last stage reached: {reached:?}; {} panics",
+        panics.len()
+    );
+    // Enough mutations must get past the importer, or the passes and the backend go
+    // untested: at least a fifth into the passes and a tenth into the simulator.
+    let past = |s: Stage| reached.range(s..).map(|(_, n)| n).sum::<u64>();
+    assert!(past(Stage::Imported) * 5 >= CASES, "{reached:?}");
+    assert!(past(Stage::Simulated) * 10 >= CASES, "{reached:?}");
+    assert!(panics.is_empty(), "panics:\n{}", panics.join("\n"));
+}
