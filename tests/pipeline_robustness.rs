@@ -1,25 +1,30 @@
-//! The whole pipeline on hostile models: the bundled tiny CNN (models/tiny_cnn.onnx)
-//! with seeded random semantic mutations (attribute values out of range or NaN, ops
-//! swapped for others, inputs dropped or rewired into cycles, initializers with the
-//! wrong shape or NaN, input shapes of 0 or 100,000, integer input types) goes through
-//! import, the float interpreter, fold/fuse/quantize, the quantized interpreter, the
-//! backend and the simulator. Each step may refuse the model with an error; none may
-//! panic. (The importer's byte-level corruption tests live in
-//! crates/frontend/tests/onnx_robustness.rs; these mutations decode cleanly, so they
+//! The whole pipeline on hostile models: seeded random semantic mutations of a small
+//! model go through import, the float interpreter, fold/fuse/quantize, the quantized
+//! interpreter, the backend and the simulator. Each step may refuse the model with an
+//! error; none may panic. Two campaigns: the bundled tiny CNN (models/tiny_cnn.onnx)
+//! with attribute values out of range or NaN, ops swapped for others, inputs dropped
+//! or rewired into cycles, initializers with the wrong shape or NaN, input shapes of 0
+//! or 100,000 and integer input types; and a small Caffe network (`caffe_net/`) with
+//! edits of its prototxt. (The importers' byte-level corruption tests live in
+//! crates/frontend/tests/*_robustness.rs; these mutations decode cleanly, so they
 //! reach the passes and the backend.)
 
 use nnac_backend_nna::BackendOptions;
 use nnac_frontend::proto::onnx::{AttributeProto, ModelProto, NodeProto, TensorProto};
-use nnac_frontend::{onnx::import_bytes, ImportOptions};
-use nnac_ir::{Tensor, Value};
+use nnac_frontend::{caffe, onnx::import_bytes, ImportError, ImportOptions};
+use nnac_ir::{Graph, Tensor, Value};
 use nnac_isa::{container::IoDir, HwConfig};
 use nnac_passes::{Frame, PassOptions};
 use nnac_runtime_sim::{RunOptions, Schedule};
 use prost::Message;
+use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
+use std::sync::Mutex;
 
-/// Cases run: every one is a fresh mutation of the tiny CNN.
+mod caffe_net;
+
+/// Cases run per format: every one is a fresh mutation of the base model.
 const CASES: u64 = 1000;
 /// Largest input (elements) the case builds a calibration frame for.
 const MAX_FRAME: usize = 1 << 20;
@@ -275,9 +280,30 @@ enum Stage {
     Simulated,
 }
 
-/// One case through every stage; an `Err` at any stage ends it (a refusal is fine).
-fn pipeline(bytes: &[u8]) -> Stage {
-    let g = match import_bytes(bytes, None, "mutated.onnx", &ImportOptions::default()) {
+/// An ONNX case through every stage.
+fn onnx_case(bytes: &[u8]) -> Stage {
+    stages(import_bytes(
+        bytes,
+        None,
+        "mutated.onnx",
+        &ImportOptions::default(),
+    ))
+}
+
+/// A Caffe case (prototxt text, caffemodel bytes) through every stage.
+fn caffe_case(prototxt: &str, caffemodel: &[u8]) -> Stage {
+    let opts = ImportOptions::default();
+    stages(caffe::import_bytes(
+        prototxt.as_bytes(),
+        Some(caffemodel),
+        &opts,
+    ))
+}
+
+/// An imported graph through every later stage; an `Err` at any stage ends it (a
+/// refusal is fine).
+fn stages(imported: Result<Graph, ImportError>) -> Stage {
+    let g = match imported {
         Ok(g) => g,
         Err(e) => {
             verbose("import", &e);
@@ -347,27 +373,34 @@ fn pipeline(bytes: &[u8]) -> Stage {
     }
 }
 
-#[test]
-fn mutated_models_are_refused_or_compiled_never_a_panic() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let base = std::fs::read(root.join("models/tiny_cnn.onnx")).expect("models/tiny_cnn.onnx");
-    let base = ModelProto::decode(base.as_slice()).expect("the tiny CNN decodes");
-    // The unmutated model must get through every stage, or the mutations test nothing.
-    let whole = catch_unwind(|| pipeline(&base.encode_to_vec()));
-    assert_eq!(whole.ok(), Some(Stage::Simulated), "the tiny CNN itself");
-    // Silence the default hook's backtrace spam; failures are collected below.
+/// The panic hook is process-wide: one campaign at a time silences it.
+static HOOK: Mutex<()> = Mutex::new(());
+
+/// Runs `case(seed)` for seeds `1..=CASES` (each builds its own mutation from an
+/// [`Rng`] of that seed) and asserts that none panics, that the unmutated `base`
+/// gets through every stage, and that at least `1/imported` of the cases get past
+/// the importer and `1/simulated` all the way (or the later stages go untested).
+fn campaign(
+    what: &str,
+    base: impl Fn() -> Stage,
+    case: impl Fn(&mut Rng) -> Stage,
+    imported: u64,
+    simulated: u64,
+) {
+    let _one = HOOK.lock().unwrap_or_else(|e| e.into_inner());
+    assert_eq!(
+        catch_unwind(AssertUnwindSafe(&base)).ok(),
+        Some(Stage::Simulated),
+        "{what}: the unmutated model"
+    );
+    // Silence the default hook's backtraces; failures are collected below.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let mut panics = Vec::new();
-    let mut reached = std::collections::BTreeMap::<Stage, u64>::new();
+    let mut reached = BTreeMap::<Stage, u64>::new();
     for seed in 1..=CASES {
         let mut r = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-        let mut m = base.clone();
-        for _ in 0..1 + r.below(3) {
-            mutate(&mut m, &mut r);
-        }
-        let bytes = m.encode_to_vec();
-        match catch_unwind(AssertUnwindSafe(|| pipeline(&bytes))) {
+        match catch_unwind(AssertUnwindSafe(|| case(&mut r))) {
             Ok(stage) => *reached.entry(stage).or_default() += 1,
             Err(e) => {
                 let msg = e
@@ -381,13 +414,52 @@ fn mutated_models_are_refused_or_compiled_never_a_panic() {
     }
     std::panic::set_hook(hook);
     println!(
-        "{CASES} mutated models, last stage reached: {reached:?}; {} panics",
+        "{what}: {CASES} mutated models, last stage reached: {reached:?}; {} panics",
         panics.len()
     );
-    // Enough mutations must get past the importer, or the passes and the backend go
-    // untested: at least a fifth into the passes and a tenth into the simulator.
     let past = |s: Stage| reached.range(s..).map(|(_, n)| n).sum::<u64>();
-    assert!(past(Stage::Imported) * 5 >= CASES, "{reached:?}");
-    assert!(past(Stage::Simulated) * 10 >= CASES, "{reached:?}");
-    assert!(panics.is_empty(), "panics:\n{}", panics.join("\n"));
+    assert!(
+        past(Stage::Imported) * imported >= CASES,
+        "{what}: {reached:?}"
+    );
+    assert!(
+        past(Stage::Simulated) * simulated >= CASES,
+        "{what}: {reached:?}"
+    );
+    assert!(panics.is_empty(), "{what}: panics:\n{}", panics.join("\n"));
+}
+
+#[test]
+fn mutated_onnx_models_are_refused_or_compiled_never_a_panic() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let base = std::fs::read(root.join("models/tiny_cnn.onnx")).expect("models/tiny_cnn.onnx");
+    let base = ModelProto::decode(base.as_slice()).expect("the tiny CNN decodes");
+    let case = |r: &mut Rng| {
+        let mut m = base.clone();
+        for _ in 0..1 + r.below(3) {
+            mutate(&mut m, r);
+        }
+        onnx_case(&m.encode_to_vec())
+    };
+    campaign("ONNX", || onnx_case(&base.encode_to_vec()), case, 5, 10);
+}
+
+#[test]
+fn mutated_caffe_networks_are_refused_or_compiled_never_a_panic() {
+    let weights = caffe_net::weights();
+    let case = |r: &mut Rng| {
+        let mut text = caffe_net::NET.to_string();
+        for _ in 0..1 + r.below(3) {
+            text = caffe_net::mutate(&text, r);
+        }
+        caffe_case(&text, &weights)
+    };
+    // Most changed numbers change a blob's shape, which the importer refuses.
+    campaign(
+        "Caffe",
+        || caffe_case(caffe_net::NET, &weights),
+        case,
+        10,
+        20,
+    );
 }

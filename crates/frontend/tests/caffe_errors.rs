@@ -246,3 +246,21 @@ fn invalid_parameters_are_errors_naming_the_layer() {
     );
     assert!(err(&p, None).to_string().contains("node 'p': pad"));
 }
+
+/// A stride that makes a layer's output larger than any IR tensor (here a
+/// deconvolution of an 8 x 8 map by 2^31 - 1) is refused naming the layer, before
+/// anything is allocated for it.
+#[test]
+fn a_layer_output_beyond_the_element_limit_names_the_layer() {
+    let p = net_with_input(
+        &[1, 2, 8, 8],
+        r#"layer { name: "up" type: "Deconvolution" bottom: "data" top: "up" convolution_param { num_output: 2 kernel_size: 2 stride: 2147483647 } }"#,
+    );
+    let w = model(vec![(
+        "up",
+        vec![blob(&[2, 2, 2, 2], 0.1), blob(&[2], 0.1)],
+    )]);
+    let e = err(&p, Some(&w));
+    let msg = e.to_string();
+    assert!(msg.contains("'up'") && msg.contains("elements"), "{msg}");
+}

@@ -102,6 +102,9 @@ impl Graph {
         let name = name.into();
         let types: Vec<&TensorType> = inputs.iter().map(|&v| self.value_type(v)).collect();
         let outputs = infer::infer_types(&op, &types).map_err(|msg| IrError::at(&name, msg))?;
+        for t in &outputs {
+            crate::checked_numel(&t.shape).map_err(|msg| IrError::at(&name, msg))?;
+        }
         Ok(self.add_node_typed(name, op, inputs, outputs))
     }
 

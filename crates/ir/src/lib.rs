@@ -36,6 +36,6 @@ pub use op_line::{op_to_text, parse_op};
 pub use parse::{parse, ParseError};
 pub use quant::Quant;
 pub use tensor::{Tensor, TensorData};
-pub use tensor_type::{shape_str, TensorType};
+pub use tensor_type::{checked_numel, shape_str, TensorType, MAX_ELEMENTS};
 pub use text::{print, print_with, PrintOptions};
 pub use verify::{verify, Invariant, VerifyError};

@@ -19,8 +19,9 @@
 //!    (quantization parameters on it are allowed: they describe the stored integers).
 //! 8. [`ConstantData`](Invariant::ConstantData): every pool constant holds exactly as
 //!    many elements as its shape says.
-//! 9. [`Size`](Invariant::Size): the byte size of every output type and pool constant
-//!    fits in `usize` (so no size computation can overflow).
+//! 9. [`Size`](Invariant::Size): every output type and pool constant holds at most
+//!    [`MAX_ELEMENTS`](crate::MAX_ELEMENTS) elements and its byte size fits in `usize`
+//!    (so no size computation can overflow).
 //! 10. [`Types`](Invariant::Types): for every node other than `Input`/`Constant`
 //!     whose inputs are well-formed (2–4 and 9 hold), the output types agree with the
 //!     producers' declared input types: for IR ops, dtype and shape equal what
@@ -307,7 +308,11 @@ impl<'a> Verifier<'a> {
         let mut ok = true;
         for (port, t) in node.outputs.iter().enumerate() {
             if byte_size(t.dtype, &t.shape).is_none() {
-                let msg = format!("output {port} shape {:?} is too large to address", t.shape);
+                let msg = format!(
+                    "output {port} shape {:?} has more than {} elements",
+                    t.shape,
+                    crate::MAX_ELEMENTS
+                );
                 self.err(&node.name, Invariant::Size, msg);
                 ok = false;
             }
@@ -458,7 +463,11 @@ impl<'a> Verifier<'a> {
             let node = users.get(&i).copied().unwrap_or("");
             let numel = t.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
             if byte_size(t.dtype(), &t.shape).is_none() {
-                let msg = format!("constant #{i} shape {:?} is too large to address", t.shape);
+                let msg = format!(
+                    "constant #{i} shape {:?} has more than {} elements",
+                    t.shape,
+                    crate::MAX_ELEMENTS
+                );
                 self.err(node, Invariant::Size, msg);
             } else if numel != Some(t.data.len()) {
                 let msg = format!(
@@ -472,11 +481,10 @@ impl<'a> Verifier<'a> {
     }
 }
 
-/// The byte size of a tensor, `None` if it overflows `usize`.
+/// The byte size of a tensor, `None` if its element count is not a valid IR one
+/// ([`crate::checked_numel`]: at most [`crate::MAX_ELEMENTS`]) or the bytes overflow.
 fn byte_size(dtype: DType, shape: &[usize]) -> Option<usize> {
-    shape
-        .iter()
-        .try_fold(dtype.size(), |a, &d| a.checked_mul(d))
+    crate::checked_numel(shape).ok()?.checked_mul(dtype.size())
 }
 
 fn same_dtype_shape(a: &[TensorType], b: &[TensorType]) -> bool {

@@ -53,7 +53,7 @@ pub(super) fn to_tensor(b: &BlobProto, expected: &[usize]) -> Result<Tensor, Str
             shape_str(expected)
         ));
     }
-    let numel = checked_numel(&declared).ok_or_else(|| format!("shape {declared:?} overflows"))?;
+    let numel = nnac_ir::checked_numel(&declared)?;
     let data: Vec<f32> = if !b.data.is_empty() || b.double_data.is_empty() {
         b.data.clone()
     } else {
@@ -68,10 +68,6 @@ pub(super) fn to_tensor(b: &BlobProto, expected: &[usize]) -> Result<Tensor, Str
     }
     Tensor::f32(expected.to_vec(), data)
         .ok_or_else(|| format!("cannot hold shape {}", shape_str(expected)))
-}
-
-fn checked_numel(shape: &[usize]) -> Option<usize> {
-    shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
 }
 
 #[cfg(test)]

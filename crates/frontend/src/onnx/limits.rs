@@ -3,8 +3,8 @@
 
 /// Largest rank of any tensor.
 pub const MAX_RANK: usize = 16;
-/// Largest element count of any runtime tensor or constant (2^32).
-pub const MAX_ELEMS: usize = 1 << 32;
+/// Largest element count of any runtime tensor or constant: the IR's.
+pub const MAX_ELEMS: usize = nnac_ir::MAX_ELEMENTS;
 /// Largest value of an integer attribute used as a size (kernel, stride, pad,
 /// dilation, group, shape entry).
 pub const MAX_ATTR: i64 = 1 << 24;
@@ -13,28 +13,12 @@ pub const MAX_ATTR: i64 = 1 << 24;
 pub const FOLD_BUDGET: usize = 1 << 28;
 
 /// The element count of `shape`, or an error when it overflows or exceeds
-/// [`MAX_ELEMS`] or the rank exceeds [`MAX_RANK`].
+/// [`MAX_ELEMS`] ([`nnac_ir::checked_numel`]) or the rank exceeds [`MAX_RANK`].
 pub fn checked_numel(shape: &[usize]) -> Result<usize, String> {
     if shape.len() > MAX_RANK {
         return Err(format!("rank {} exceeds the limit {MAX_RANK}", shape.len()));
     }
-    let mut n: usize = 1;
-    for &d in shape {
-        n = n
-            .checked_mul(d)
-            .filter(|&n| n <= MAX_ELEMS)
-            .ok_or_else(|| too_big(shape))?;
-    }
-    // A zero dimension must not hide an overflowing product of the others.
-    if n == 0 {
-        let nonzero: Vec<usize> = shape.iter().copied().filter(|&d| d != 0).collect();
-        checked_numel(&nonzero)?;
-    }
-    Ok(n)
-}
-
-fn too_big(shape: &[usize]) -> String {
-    format!("shape {shape:?} has more than {MAX_ELEMS} elements")
+    nnac_ir::checked_numel(shape)
 }
 
 /// Converts ONNX `int64` dims to a checked IR shape (no negative entries).
