@@ -5,7 +5,9 @@
 //! with attribute values out of range or NaN, ops swapped for others, inputs dropped
 //! or rewired into cycles, initializers with the wrong shape or NaN, input shapes of 0
 //! or 100,000 and integer input types; and a small Caffe network (`caffe_net/`) with
-//! edits of its prototxt. (The importers' byte-level corruption tests live in
+//! edits of its prototxt. A third campaign edits the tiny CNN's compiled program
+//! (fields, flags, order) and runs it through the hazard checker, the listings, the
+//! timing model and the simulator. (The importers' byte-level corruption tests live in
 //! crates/frontend/tests/*_robustness.rs; these mutations decode cleanly, so they
 //! reach the passes and the backend.)
 
@@ -414,7 +416,7 @@ fn campaign(
     }
     std::panic::set_hook(hook);
     println!(
-        "{what}: {CASES} mutated models, last stage reached: {reached:?}; {} panics",
+        "{what}: {CASES} mutated cases, last stage reached: {reached:?}; {} panics",
         panics.len()
     );
     let past = |s: Stage| reached.range(s..).map(|(_, n)| n).sum::<u64>();
@@ -462,4 +464,112 @@ fn mutated_caffe_networks_are_refused_or_compiled_never_a_panic() {
         10,
         20,
     );
+}
+
+/// The tiny CNN compiled in-process (the ONNX campaign's base model).
+fn tiny_program() -> nnac_isa::Program {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let g = nnac_frontend::load_model(
+        &root.join("models/tiny_cnn.onnx"),
+        None,
+        &ImportOptions::default(),
+    )
+    .expect("the tiny CNN imports");
+    let id = g.inputs()[0];
+    let shape = g.value_type(Value::new(id, 0)).shape.clone();
+    let n = shape.iter().product::<usize>();
+    let data = (0..n).map(|i| ((i * 7919) % 255) as f32 / 255.0).collect();
+    let frame: Frame = [(g.node(id).name.clone(), Tensor::f32(shape, data).unwrap())].into();
+    let c = nnac_passes::compile_graph(g, &[frame], &PassOptions::default()).expect("quantizes");
+    nnac_backend_nna::lower(&c.graph, &HwConfig::fsd(), &BackendOptions::default())
+        .expect("lowers")
+        .0
+}
+
+/// Every consumer of a program: the static hazard checker, both listings, the timing
+/// model and the simulator under two schedules.
+fn consume(p: &nnac_isa::Program) -> Stage {
+    let _ = nnac_isa::hazard::check_program(p);
+    let _ = nnac_isa::listing::table::listing(p);
+    let _ = nnac_isa::listing::disassemble(p, None);
+    let _ = nnac_runtime_sim::timing::analyze(p, None);
+    let inputs: Vec<(String, Vec<u8>)> =
+        p.io.iter()
+            .filter(|d| d.dir == IoDir::Input)
+            .map(|d| {
+                let n = nnac_runtime_sim::numel(d) as usize;
+                (d.name.clone(), vec![3; n * d.dtype.size() as usize])
+            })
+            .collect();
+    let mut ran = true;
+    for schedule in [Schedule::Eager, Schedule::Random { seed: 1 }] {
+        let opts = RunOptions { schedule, hw: None };
+        ran &= nnac_runtime_sim::run(p, &inputs, &opts).is_ok();
+    }
+    if ran {
+        Stage::Simulated
+    } else {
+        Stage::Lowered
+    }
+}
+
+/// One edit of a program that still encodes: a table field set to its minimum, its
+/// maximum or another value in range; a flag operation added (flag indices up to
+/// two beyond the configuration) or the flag operations dropped; two instructions
+/// swapped.
+fn mutate_program(p: &mut nnac_isa::Program, r: &mut Rng) {
+    let i = r.below(p.instrs.len());
+    match r.below(6) {
+        0 => {
+            let k = r.below(p.meta.hw.flags as usize + 2) as u32;
+            let f = *p.instrs[i].flags_mut();
+            *p.instrs[i].flags_mut() = match r.below(5) {
+                0 => f.set(k),
+                1 => f.wait(k),
+                2 => f.clear(k),
+                3 => f.wait_clear(k),
+                _ => nnac_isa::FlagOps::new(),
+            };
+        }
+        1 => {
+            let j = r.below(p.instrs.len());
+            p.instrs.swap(i, j);
+        }
+        _ => {
+            let body = p.instrs[i].body_mut();
+            let specs = body.specs();
+            if specs.is_empty() {
+                return;
+            }
+            let spec = &specs[r.below(specs.len())];
+            let span = (spec.max - spec.min) as u64;
+            let v = match r.below(4) {
+                0 => spec.min,
+                1 => spec.max,
+                2 => spec.min + (r.next() % 300) as i64,
+                _ => spec.min + (r.next() % span.max(1)) as i64,
+            };
+            let v = v.clamp(spec.min, spec.max);
+            let v = if spec.names.is_empty() {
+                v
+            } else {
+                v.min(spec.names.len() as i64 - 1)
+            };
+            body.set(spec.name, v).expect("in range");
+        }
+    }
+}
+
+#[test]
+fn mutated_programs_are_refused_or_run_never_a_panic() {
+    let base = tiny_program();
+    let case = |r: &mut Rng| {
+        let mut p = base.clone();
+        for _ in 0..1 + r.below(3) {
+            mutate_program(&mut p, r);
+        }
+        consume(&p)
+    };
+    // Every program "imports"; most still run (a changed field is often harmless).
+    campaign("program", || consume(&base), case, 1, 10);
 }
