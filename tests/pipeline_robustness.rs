@@ -302,7 +302,7 @@ fn caffe_case(prototxt: &str, caffemodel: &[u8]) -> Stage {
     ))
 }
 
-/// An imported graph through every later stage; an `Err` at any stage ends it (a
+/// An imported graph through every later stage (the program through [`consume`]); an `Err` at any stage ends it (a
 /// refusal is fine).
 fn stages(imported: Result<Graph, ImportError>) -> Stage {
     let g = match imported {
@@ -312,23 +312,7 @@ fn stages(imported: Result<Graph, ImportError>) -> Stage {
             return Stage::Refused;
         }
     };
-    let frames: Vec<Frame> = g
-        .inputs()
-        .first()
-        .map(|&id| {
-            (
-                g.node(id).name.clone(),
-                g.value_type(Value::new(id, 0)).shape.clone(),
-            )
-        })
-        .filter(|(_, shape)| shape.iter().product::<usize>() <= MAX_FRAME)
-        .and_then(|(name, shape)| {
-            let n = shape.iter().product::<usize>();
-            let data = (0..n).map(|i| ((i * 7919) % 255) as f32 / 255.0).collect();
-            Tensor::f32(shape, data).map(|t| [(name, t)].into_iter().collect())
-        })
-        .into_iter()
-        .collect();
+    let frames: Vec<Frame> = frame_for(&g).into_iter().collect();
     for f in &frames {
         let _ = nnac_interp::run_float(&g, f);
     }
@@ -353,26 +337,21 @@ fn stages(imported: Result<Graph, ImportError>) -> Stage {
             return Stage::Quantized;
         }
     };
-    let inputs: Vec<(String, Vec<u8>)> = program
-        .io
-        .iter()
-        .filter(|d| d.dir == IoDir::Input)
-        .map(|d| {
-            let n = nnac_runtime_sim::numel(d) as usize;
-            (d.name.clone(), vec![0x5a; n * d.dtype.size() as usize])
-        })
-        .collect();
-    let opts = RunOptions {
-        schedule: Schedule::Eager,
-        hw: None,
-    };
-    let ran = nnac_runtime_sim::run(&program, &inputs, &opts);
-    let _ = nnac_runtime_sim::timing::analyze(&program, None);
-    if ran.is_ok() {
-        Stage::Simulated
-    } else {
-        Stage::Lowered
+    consume(&program)
+}
+
+/// A calibration frame for the graph's first input (deterministic values in 0..1),
+/// `None` without an input or when it has more than [`MAX_FRAME`] elements.
+fn frame_for(g: &Graph) -> Option<Frame> {
+    let id = *g.inputs().first()?;
+    let shape = g.value_type(Value::new(id, 0)).shape.clone();
+    let n = shape.iter().product::<usize>();
+    if n > MAX_FRAME {
+        return None;
     }
+    let data = (0..n).map(|i| ((i * 7919) % 255) as f32 / 255.0).collect();
+    let t = Tensor::f32(shape, data)?;
+    Some([(g.node(id).name.clone(), t)].into())
 }
 
 /// The panic hook is process-wide: one campaign at a time silences it.
@@ -475,11 +454,7 @@ fn tiny_program() -> nnac_isa::Program {
         &ImportOptions::default(),
     )
     .expect("the tiny CNN imports");
-    let id = g.inputs()[0];
-    let shape = g.value_type(Value::new(id, 0)).shape.clone();
-    let n = shape.iter().product::<usize>();
-    let data = (0..n).map(|i| ((i * 7919) % 255) as f32 / 255.0).collect();
-    let frame: Frame = [(g.node(id).name.clone(), Tensor::f32(shape, data).unwrap())].into();
+    let frame = frame_for(&g).expect("the tiny CNN has a small input");
     let c = nnac_passes::compile_graph(g, &[frame], &PassOptions::default()).expect("quantizes");
     nnac_backend_nna::lower(&c.graph, &HwConfig::fsd(), &BackendOptions::default())
         .expect("lowers")

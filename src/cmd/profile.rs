@@ -201,7 +201,7 @@ fn floor_lines(s: &mut String, p: &Profile) {
         );
     }
     let (floor, t) = (p.floor_cycles(), p.total_cycles);
-    let min: u64 = p.layers.iter().map(|l| l.min_cycles).sum();
+    let min = p.min_cycles();
     let best = if min > 0 && floor > 0 {
         let b = pct(ratio(min, floor).min(1.0));
         format!("; in any order these instructions reach at most {b} of the shape bound")

@@ -3,7 +3,7 @@
 //! folding budget. Builders reach their node's inputs through it.
 
 use super::attrs::Attrs;
-use super::limits::{checked_numel, FOLD_BUDGET};
+use super::limits::{check_rank, checked_numel, FOLD_BUDGET};
 use crate::proto::onnx::NodeProto;
 use crate::Unsupported;
 use nnac_ir::{Graph, Op, Tensor, TensorType, Value};
@@ -264,8 +264,9 @@ impl Ctx {
             .graph
             .add_node(name, op, inputs)
             .map_err(|e| invalid(e.msg))?;
+        // `add_node` refused any output beyond the IR's element limit.
         for ty in &self.graph.node(id).outputs {
-            checked_numel(&ty.shape).map_err(invalid)?;
+            check_rank(&ty.shape).map_err(invalid)?;
         }
         Ok(Value::new(id, 0))
     }

@@ -15,10 +15,16 @@ pub const FOLD_BUDGET: usize = 1 << 28;
 /// The element count of `shape`, or an error when it overflows or exceeds
 /// [`MAX_ELEMS`] ([`nnac_ir::checked_numel`]) or the rank exceeds [`MAX_RANK`].
 pub fn checked_numel(shape: &[usize]) -> Result<usize, String> {
+    check_rank(shape)?;
+    nnac_ir::checked_numel(shape)
+}
+
+/// An error when the rank of `shape` exceeds [`MAX_RANK`].
+pub fn check_rank(shape: &[usize]) -> Result<(), String> {
     if shape.len() > MAX_RANK {
         return Err(format!("rank {} exceeds the limit {MAX_RANK}", shape.len()));
     }
-    nnac_ir::checked_numel(shape)
+    Ok(())
 }
 
 /// Converts ONNX `int64` dims to a checked IR shape (no negative entries).

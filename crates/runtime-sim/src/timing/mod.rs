@@ -141,9 +141,15 @@ impl Profile {
     /// The program's shape bound: MACs over the fewest MAC-array cycles the output
     /// slicing of all its layers allows (`None` without dot products).
     pub fn shape_bound(&self) -> Option<f64> {
-        let min: u64 = self.layers.iter().map(|l| l.min_cycles).sum();
+        let min = self.min_cycles();
         let array = (self.params.rows * self.params.cols) as f64;
         (min > 0).then(|| (self.macs as f64 / (min as f64 * array)).min(1.0))
+    }
+
+    /// The fewest MAC-array cycles the output slicing of all layers allows (the
+    /// shape bound's denominator, in cycles).
+    pub fn min_cycles(&self) -> u64 {
+        self.layers.iter().map(|l| l.min_cycles).sum()
     }
 
     /// The schedule floor of one frame: the sum of the body's segments' floors
