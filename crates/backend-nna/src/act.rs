@@ -104,9 +104,14 @@ impl Act {
     }
 
     /// Bytes of one row over all channels: a band buffer of `n` rows holds
-    /// `n * row_bytes()`.
+    /// `n * row_bytes()`. Planar, a row of each channel; stored HWC (channels
+    /// interleaved within a row, [`Act::hwc`]), one row pitch.
     pub fn row_bytes(&self) -> u64 {
-        u64::from(self.c) * u64::from(self.row_pitch)
+        if self.chan_pitch < self.row_pitch {
+            u64::from(self.row_pitch)
+        } else {
+            u64::from(self.c) * u64::from(self.row_pitch)
+        }
     }
 
     /// Channel pitch of a band of `rows` rows held on its own.

@@ -458,6 +458,27 @@ fn global_average_pool_is_one_conv_with_channels_as_pixels() {
 }
 
 #[test]
+fn global_pool_of_many_channels_compiles_with_streamed_weights() {
+    // 7x7x2048 stored HWC, as ResNet-50's last pool: its smallest working set is a
+    // row pitch per input row (14 KB), not a row per channel (29 MB, which made
+    // `--resident-weights off` refuse ResNet-50 as needing 205 MB of SRAM).
+    let (g, shape) = gap_net(7, 7, 2048);
+    let q = quantize_graph(g, &shape);
+    let hw = HwConfig::fsd();
+    let opts = nnac_backend_nna::BackendOptions {
+        resident_weights: nnac_backend_nna::ResidentWeights::Off,
+        ..Default::default()
+    };
+    let (p, rep) = nnac_backend_nna::lower(&q, &hw, &opts).unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.body_start.is_none() && rep.splits.is_empty(), "{rep:?}");
+    assert!(p
+        .instrs
+        .iter()
+        .any(|i| matches!(i, Instr::Conv(d) if d.kernel_h == 49)));
+    assert!(assert_bit_exact(&q, &p, 24, &shape) > 0);
+}
+
+#[test]
 fn global_pool_wider_than_the_kernel_field_stays_depthwise() {
     // 16 x 17 = 272 taps do not fit the 8-bit kernel_h field.
     let (g, shape) = gap_net(16, 17, 8);
