@@ -192,22 +192,20 @@ fn need_rows(kind: &JobKind, t: &Tile, h: u32) -> u32 {
     }
 }
 
-/// Rough MAC-array cycles of one tile of a compute job: a dot product's terms per
-/// pass or its unload rows, whichever is more (a grouped convolution runs a pass per
-/// group); SCALE and ELTWISE a row per channel.
+/// Rough MAC-array cycles of one tile of a compute job: per group of pixels, a
+/// dot product's terms for every conv group the tile's channels touch (a grouped
+/// convolution runs a pass per group: a depthwise one a pass per channel) or its
+/// unload rows, whichever is more; SCALE and ELTWISE a row per channel.
 pub(crate) fn tile_cycles(kind: &JobKind, t: &Tile, mac_rows: u32) -> f64 {
-    let passes = f64::from(t.pix_count.div_ceil(mac_rows.max(1)).max(1));
+    let pixel_groups = f64::from(t.pix_count.div_ceil(mac_rows.max(1)).max(1));
     match kind {
         JobKind::Dot { t: d, .. } => {
             let terms = f64::from(d.in_c / d.groups.max(1) * d.kernel_h * d.kernel_w);
-            let rows = f64::from(t.c_count);
-            passes
-                * if d.groups > 1 {
-                    rows * terms.max(1.0)
-                } else {
-                    terms.max(rows)
-                }
+            let ocpg = (d.out_c / d.groups.max(1)).max(1);
+            let last = t.c_start + t.c_count.max(1) - 1;
+            let passes = f64::from(last / ocpg - t.c_start / ocpg + 1);
+            pixel_groups * (passes * terms.max(1.0)).max(f64::from(t.c_count))
         }
-        _ => passes * f64::from(t.c_count),
+        _ => pixel_groups * f64::from(t.c_count),
     }
 }

@@ -57,6 +57,7 @@ pub mod plan;
 mod pool_apart;
 mod pool_bands;
 pub mod prefetch;
+mod prefetch_est;
 pub mod resident;
 pub mod seq_rule;
 mod seq_tiles;
@@ -235,7 +236,15 @@ pub fn lower(
     for &w in &windows {
         let mut jobs = low.jobs.clone();
         let mut bufs = low.bufs.clone();
-        early = prefetch::lookahead(&mut bufs, &placed.addrs, &mut jobs, &low.sp, w, body_job);
+        early = prefetch::lookahead(
+            &mut bufs,
+            &placed.addrs,
+            &mut jobs,
+            &low.sp,
+            w,
+            body_job,
+            hw,
+        );
         let read_bands = bands::reads(&jobs, &low.read_cands, hw);
         let mut banded = low.banded.clone();
         banded.extend(read_bands.keys());

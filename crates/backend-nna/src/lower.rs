@@ -139,12 +139,13 @@ impl<'g> Walk<'g> {
     }
 
     /// A parameter buffer of the current layer, loaded from the DRAM image. It is
-    /// live from the previous step on, so that it does not reuse the previous layer's
-    /// buffers and its DMA can run while the previous layer computes (prefetch).
+    /// live from the previous working step on (`prev_work_step`: the previous layer,
+    /// or the previous band or weight group of a split layer), so that it does not
+    /// reuse that step's buffers and its DMA can run while it computes (prefetch).
     pub fn param(&mut self, node: &str, bytes: &[u8]) -> usize {
         let buf = self.new_buf(node, bytes.len() as u64);
         if self.out.sp.overlap {
-            self.out.bufs[buf].first = self.step.saturating_sub(1);
+            self.out.bufs[buf].first = self.prev_work_step();
         }
         let at = self.dram_part(bytes);
         let first_job = self.out.jobs.len();

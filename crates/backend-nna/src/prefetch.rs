@@ -15,7 +15,9 @@
 
 use crate::alloc::Buffer;
 use crate::job::Job;
+use crate::prefetch_est::Estimate;
 use crate::spill::SpillState;
+use nnac_isa::HwConfig;
 
 /// The first step at which `p`'s SRAM range `[a, a + size)` is free of every other
 /// buffer that ends before `p` starts.
@@ -66,6 +68,13 @@ fn step_of(sp: &SpillState, job: usize) -> usize {
 /// into the prologue would run once per load), and extends their buffers' live
 /// ranges. Returns how many buffers are now loaded more than one step before they
 /// are needed.
+///
+/// Loads keep their relative order, except that a load whose SRAM range is free
+/// before the previous load's position may go ahead of earlier loads where the
+/// estimated timeline (`prefetch_est.rs`) says the whole program gets shorter:
+/// that fills the DMA queue's idle time under compute-bound layers with a later
+/// layer's weights (VGG-19's second fc6 weight group, free SRAM since the first
+/// layer, loads under the convolutions) without delaying a load needed sooner.
 pub fn lookahead(
     bufs: &mut [Buffer],
     addrs: &[u64],
@@ -73,10 +82,12 @@ pub fn lookahead(
     sp: &SpillState,
     window: usize,
     first_job: usize,
+    hw: &HwConfig,
 ) -> usize {
     if window == 0 {
         return 0;
     }
+    let est = Estimate::new(jobs, sp, hw);
     // Sort key of every job: (position, moved-before-fixed, original index).
     let mut keys: Vec<(usize, u8, usize)> = (0..jobs.len()).map(|j| (j, 1, j)).collect();
     let mut floor = first_job;
@@ -94,8 +105,12 @@ pub fn lookahead(
         }
         let oldest = layers[layers.len().saturating_sub(window)];
         let e = e.max(oldest.saturating_sub(1));
-        let target = step_start(sp, e + 1, jobs.len()).min(orig).max(floor);
-        floor = target;
+        let free = step_start(sp, e + 1, jobs.len()).min(orig).max(first_job);
+        let mut target = free.max(floor);
+        if free < target {
+            target = ahead_of_order(&est, &mut keys, loads, free, target, jobs.len());
+        }
+        floor = floor.max(target);
         if e + 1 < bufs[*p].first {
             ahead += 1;
         }
@@ -112,6 +127,45 @@ pub fn lookahead(
         .map(|j| taken[j].take().expect("each job once"))
         .collect();
     ahead
+}
+
+/// Most positions tried for one load brought ahead of the load order.
+const CANDIDATES: usize = 16;
+
+/// The position in `free..=ordered` (step starts, at most [`CANDIDATES`] of them)
+/// at which `loads` give the shortest estimated program; `ordered` unless one is
+/// strictly shorter, and the latest of equally short ones (fewer loads in flight).
+fn ahead_of_order(
+    est: &Estimate,
+    keys: &mut [(usize, u8, usize)],
+    loads: &[usize],
+    free: usize,
+    ordered: usize,
+    jobs: usize,
+) -> usize {
+    let (s0, s1) = (est.step_of(free), est.step_of(ordered));
+    let span = s1.saturating_sub(s0);
+    let stride = span.div_ceil(CANDIDATES).max(1);
+    let mut cands: Vec<usize> = (s0..s1)
+        .step_by(stride)
+        .map(|s| est.step_start(s, jobs).max(free))
+        .filter(|&c| c < ordered)
+        .collect();
+    cands.dedup();
+    let at = |pos: usize, keys: &mut [(usize, u8, usize)]| {
+        for &j in loads {
+            keys[j] = (pos, 0, j);
+        }
+        est.makespan(keys)
+    };
+    let mut best = (at(ordered, keys), ordered);
+    for c in cands.into_iter().rev() {
+        let m = at(c, keys);
+        if m < best.0 {
+            best = (m, c);
+        }
+    }
+    best.1
 }
 
 #[cfg(test)]

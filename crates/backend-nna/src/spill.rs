@@ -115,15 +115,31 @@ impl Walk<'_> {
         id.is_none_or(|n| !self.out.sp.plan.no_prefetch.contains(&n))
     }
 
-    /// A buffer streamed by the current step: live from the previous step when
-    /// prefetching is allowed, so its DMA overlaps the previous step's compute.
+    /// A buffer streamed by the current step: live from the previous working step
+    /// when prefetching is allowed, so its DMA overlaps that step's compute.
     pub fn stream_buf(&mut self, id: NodeId, size: u64) -> usize {
         let name = self.g.node(id).name.clone();
         let b = self.new_buf(&name, size);
         if self.prefetch_ok(Some(id)) {
-            self.out.bufs[b].first = self.step.saturating_sub(1);
+            self.out.bufs[b].first = self.prev_work_step();
         }
         b
+    }
+
+    /// The last step before the current one that has jobs (0 if none). Steps of
+    /// nodes that emit nothing (constants, the weights and biases between two layers;
+    /// aliases) are skipped: a buffer live from such a step would not overlap the
+    /// previous layer, and its load could not run while that layer computes.
+    pub fn prev_work_step(&self) -> usize {
+        let starts = &self.out.sp.step_start;
+        let jobs = self.out.jobs.len();
+        (0..starts.len())
+            .rev()
+            .find(|&i| {
+                let end = starts.get(i + 1).map_or(jobs, |&(_, j)| j);
+                starts[i].0 < self.step && end > starts[i].1
+            })
+            .map_or(0, |i| starts[i].0)
     }
 
     /// Marks the start of the current step (for [`crate::prefetch`]).

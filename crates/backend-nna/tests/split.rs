@@ -256,3 +256,45 @@ fn prefetch_window_shrinks_to_the_flags_available() {
         .count();
     assert!(reads_before > 4 && reads_before < 12 * 3, "{reads_before}");
 }
+
+#[test]
+fn a_later_layers_weights_load_under_compute_bound_layers() {
+    // Six 3x3 convolutions of 64 channels on 24x24 (compute-bound: small weights,
+    // many passes), then a fully connected layer of 2304 x 960 int8 weights (2.2 MB,
+    // ten weight groups) in a 1 MiB SRAM. A weight group whose SRAM is free from the
+    // start is brought ahead of the convolutions' own loads, so it arrives while they
+    // compute instead of after them (VGG-19's fc6, PERFORMANCE.md).
+    let shape = [1, 16, 24, 24];
+    let mut rng = Rng(29);
+    let mut g = Graph::new("vgg_like");
+    let mut v = input(&mut g, &shape);
+    for k in 0..6 {
+        v = conv(&mut g, &mut rng, &format!("c{k}"), v, 64, 3, 1, 1);
+        v = relu(&mut g, &format!("r{k}"), v);
+    }
+    let s = conv(&mut g, &mut rng, "down", v, 64, 1, 4, 1);
+    let f = node(
+        &mut g,
+        "flat",
+        Op::Reshape {
+            shape: vec![1, 64 * 6 * 6],
+        },
+        &[s],
+    );
+    let fc = gemm(&mut g, &mut rng, "fc", f, 960);
+    g.add_output("y", fc);
+    let q = quantize_graph(g, &shape);
+    let hw = hw(1 << 20);
+    let (p, rep) = run_streamed(&q, &hw, &shape, 11);
+    assert!(split_of(&rep, "fc").groups > 1, "{rep:?}");
+    let layers = p.layers.as_ref().expect("layer table");
+    let first = |layer: &str, f: fn(&Instr) -> bool| {
+        (0..p.instrs.len()).find(|&i| layers.name_of(i) == Some(layer) && f(&p.instrs[i]))
+    };
+    let fc_read = first("fc", |i| matches!(i, Instr::DmaRead(_))).expect("fc loads");
+    let last_conv = first("c5", |i| matches!(i, Instr::Conv(_))).expect("c5 runs");
+    assert!(
+        fc_read < last_conv,
+        "fc's first weight load at {fc_read}, c5's first CONV at {last_conv}"
+    );
+}
