@@ -3,7 +3,9 @@
 //! rows, whose tiles the backend cuts at output rows), calibrated on one photograph,
 //! lowered with the rule *not* enforced so that violations would be listed instead of
 //! refused. Two independent checks: the backend's exact widest-slice report
-//! (`seq_rule`) and the timing model's packet-load count (`broken_slices`).
+//! (`seq_rule`) and the timing model's packet-load count (`broken_slices`). The same
+//! graphs also lower with their weights streamed every frame (`--resident-weights
+//! off`), which once refused all four as too big for the SRAM.
 //! Needs the cache and venv of `scripts/setup.sh`; fails, never skips, without them.
 
 mod common;
@@ -76,5 +78,14 @@ fn light_models_obey_the_slice_rule() {
         assert!(dots > 10, "{name}: {dots} dot-product instructions");
         let profile = nnac_runtime_sim::timing::analyze(&program, None).unwrap();
         assert_eq!(profile.broken_slices, 0, "{name}");
+        let off = nnac_backend_nna::BackendOptions {
+            resident_weights: nnac_backend_nna::ResidentWeights::Off,
+            ..Default::default()
+        };
+        let (streamed, _) = nnac_backend_nna::lower(&compiled.graph, &hw, &off)
+            .unwrap_or_else(|e| panic!("{name}, weights streamed: {e}"));
+        assert!(streamed.body_start.is_none(), "{name}: a prologue");
+        let timed = nnac_runtime_sim::timing::analyze(&streamed, None).unwrap();
+        assert!(timed.total_cycles > profile.total_cycles, "{name}");
     }
 }
