@@ -6,8 +6,9 @@
 //! order on the DMA queue. A read may start once the compute of the step before its
 //! position's step is done (that is what its flags wait for: the last user of its
 //! SRAM range, at the latest the previous step); a step's compute starts once the
-//! previous step's is done and every read positioned in it or needed by it has
-//! arrived; a write starts after its own step's compute. The makespan is when both
+//! previous step's is done and every read it needs (the reads its own layer emitted,
+//! wherever they were moved) has arrived; a write starts after its own step's
+//! compute. The makespan is when both
 //! queues are done. It is rough (no SRAM ports, no unload, no bands) but it sees
 //! the one thing the load order decides: whether the DMA queue idles while the
 //! MAC array works, and whether a load brought forward delays one needed sooner.
