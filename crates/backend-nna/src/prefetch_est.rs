@@ -91,8 +91,6 @@ impl Estimate {
             })
             .collect();
         order.sort_unstable();
-        // Position step of each item, in queue order.
-        let pos_step = |p: usize| self.starts.partition_point(|&s| s <= p).saturating_sub(1);
         let n = self.compute.len();
         let mut end = vec![0.0f64; n];
         let mut need_done = vec![0.0f64; n];
@@ -102,11 +100,8 @@ impl Estimate {
             // or waiting for it (a write of this step).
             while let Some(&(pos, _, _, i)) = order.get(next) {
                 let it = &self.items[i];
-                let ps = pos_step(pos).max(if it.after_compute {
-                    self.step[it.job]
-                } else {
-                    0
-                });
+                // A position is an original job index (writes never move).
+                let ps = self.step_of(pos);
                 if ps > s || (it.after_compute && ps == s) {
                     break;
                 }
@@ -128,16 +123,14 @@ impl Estimate {
         }
         // What is left on the DMA queue (writes of the last step and after).
         for &(pos, _, _, i) in &order[next..] {
-            let it = &self.items[i];
-            let ps = pos_step(pos).min(n - 1);
-            dma_t = dma_t.max(end[ps]) + it.cycles;
+            dma_t = dma_t.max(end[self.step_of(pos)]) + self.items[i].cycles;
         }
         dma_t.max(end[n - 1])
     }
 
-    /// The step index of original job `j`.
+    /// The step index of original job `j` (the last step past the end).
     pub fn step_of(&self, j: usize) -> usize {
-        self.step.get(j).copied().unwrap_or(0)
+        self.step.get(j).copied().unwrap_or(self.compute.len() - 1)
     }
 
     /// The first original job index of step index `s` (`jobs` past the end).
