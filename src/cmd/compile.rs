@@ -51,8 +51,8 @@ pub struct Args {
     pub time_passes: bool,
     /// Keep the weights in SRAM across frames: `auto` pins every parameter buffer
     /// and loads it once in a prologue when all of them fit with the activations,
-    /// else pins those of unsplit layers that fit beside the streaming plan and
-    /// streams the rest every frame; `off` always streams them.
+    /// else pins as many (weight chunks among them) as fit beside the streaming
+    /// plan and streams the rest every frame; `off` always streams them.
     #[arg(long, default_value = "auto", value_parser = ["auto", "off"])]
     pub resident_weights: String,
 }

@@ -31,7 +31,8 @@
 //!
 //! [`resident`] keeps the weights in SRAM across frames: when all parameters fit
 //! with the activations they are pinned and loaded once by a prologue (docs/ISA.md
-//! 2.2), else those of unsplit layers that fit beside the streaming plan are.
+//! 2.2), else as many as fit beside the streaming plan are (large layers' weights
+//! in chunks, the pinned ones spread over the program).
 //!
 //! Not yet: concatenation other than on axis 1; splitting a concatenation whose
 //! output stays in SRAM (its output must fit whole).
@@ -98,8 +99,8 @@ pub struct BackendOptions {
     /// [`BackendReport::slice_rule`].
     pub enforce_slice_rule: bool,
     /// Keep the parameters resident in SRAM across frames, loaded once by a
-    /// prologue: all of them when they fit with the activations, else those of
-    /// unsplit layers that fit beside the streaming plan (`resident.rs`).
+    /// prologue: all of them when they fit with the activations, else as many as
+    /// fit beside the streaming plan (`resident.rs`).
     pub resident_weights: ResidentWeights,
 }
 
@@ -208,16 +209,12 @@ pub fn lower(
     };
     let (mut low, placed, rounds, prologue_stop, residency) = match pinned {
         Ok(p) => (p.low, p.placed, 1, Some(p.stop_job), p.residency),
-        Err(r) => {
-            let (mut low, placed, rounds) = plan_and_place(graph, hw, tp)?;
-            let some = (opts.resident_weights == ResidentWeights::Auto)
-                .then(|| resident::pin_some(&mut low, &placed, hw))
-                .flatten();
-            match some {
-                Some(p) => (low, p.placed, rounds, Some(p.stop_job), p.residency),
-                None => (low, placed, rounds, None, r),
+        Err(r) => match partly_pinned(graph, hw, tp, opts)? {
+            Streaming::Partly(low, p, rounds) => {
+                (low, p.placed, rounds, Some(p.stop_job), p.residency)
             }
-        }
+            Streaming::All(low, placed, rounds) => (low, placed, rounds, None, r),
+        },
     };
     for (j, added) in seq_tiles::retile(&mut low.jobs, hw.mac_rows) {
         let node = &low.jobs[j].node;
@@ -402,14 +399,61 @@ impl StageClock {
     }
 }
 
+/// A program whose parameters do not all fit: its walk, placement and number of
+/// walks (`plan_and_place`), with some parameters pinned or none.
+enum Streaming {
+    Partly(lower::Lowered, resident::PartialPin, usize),
+    All(lower::Lowered, alloc::Placement, usize),
+}
+
+/// The parameters do not all fit: a placement with as many of them pinned as fit
+/// beside the streaming plan (`resident::pin_some`), or, when nothing can be
+/// pinned (or `--resident-weights off`), the streaming plan's placement. The
+/// streaming plan for pinning loads large layers' weights in chunks of at most
+/// 1/32 of the SRAM (`Plan::weight_chunk`), so the streamed ones need little SRAM
+/// and the pinning fills the rest chunk by chunk; if that plan does not place or
+/// leaves nothing to pin, the plan without chunks is tried.
+fn partly_pinned(
+    graph: &Graph,
+    hw: &HwConfig,
+    tp: u32,
+    opts: &BackendOptions,
+) -> Result<Streaming, BackendError> {
+    let auto = opts.resident_weights == ResidentWeights::Auto;
+    if auto {
+        let chunked = plan::Plan {
+            weight_chunk: Some(hw.sram_bytes / WEIGHT_CHUNK_FRACTION),
+            ..plan::Plan::default()
+        };
+        if let Ok((mut low, placed, rounds)) = plan_and_place(graph, hw, tp, chunked) {
+            if let Some(p) = resident::pin_some(&mut low, &placed, hw) {
+                return Ok(Streaming::Partly(low, p, rounds));
+            }
+        }
+    }
+    let (mut low, placed, rounds) = plan_and_place(graph, hw, tp, plan::Plan::default())?;
+    match auto
+        .then(|| resident::pin_some(&mut low, &placed, hw))
+        .flatten()
+    {
+        Some(p) => Ok(Streaming::Partly(low, p, rounds)),
+        None => Ok(Streaming::All(low, placed, rounds)),
+    }
+}
+
+/// The SRAM over the largest weight chunk of a partly pinned program
+/// (`partly_pinned`).
+const WEIGHT_CHUNK_FRACTION: u64 = 32;
+
 /// Walks the graph and places its buffers, refining the spill/split plan
-/// (`plan.rs`) until the placement fits; also the number of walks.
+/// (`plan.rs`, starting from `plan`) until the placement fits; also the number of
+/// walks.
 fn plan_and_place(
     graph: &Graph,
     hw: &HwConfig,
     tp: u32,
+    mut plan: plan::Plan,
 ) -> Result<(lower::Lowered, alloc::Placement, usize), BackendError> {
-    let mut plan = plan::Plan::default();
     let mut round = 1;
     loop {
         let low = lower::Walk::new(graph, hw, tp)

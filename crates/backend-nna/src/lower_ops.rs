@@ -7,7 +7,7 @@ use crate::lower::Walk;
 use crate::params::{acc_bound, chan_table, i32_bytes, weight_blocks};
 use crate::simd::{epilogue, scale_prefix};
 use crate::spill::Src;
-use crate::split::{bands, choose, Choice, SplitDot};
+use crate::split::{bands, choose_chunked, Choice, SplitDot};
 use nnac_ir::{
     DotKind, DotOp, EltwiseOp, Graph, NnaOp, NodeId, Op, PoolKind as IrPool, PoolStage, ScaleOp,
     TensorData, Value,
@@ -216,7 +216,8 @@ impl<'g> Walk<'g> {
             check_stored(&t, out.act())?;
             out_fields(&mut t, out.act())?;
             let budget = self.out.sp.plan.budget_of(id, self.hw.sram_bytes);
-            let choice = match choose(&t, opcode, &sizes, budget)? {
+            let chunk = self.out.sp.plan.weight_chunk;
+            let choice = match choose_chunked(&t, opcode, &sizes, budget, chunk)? {
                 Some(c) => c,
                 None => Choice {
                     bands: bands(&t, opcode, 1)?,

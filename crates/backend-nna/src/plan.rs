@@ -30,11 +30,22 @@ pub struct Plan {
     pub budget: BTreeMap<NodeId, u64>,
     /// Layers whose buffers must not be live during the previous step.
     pub no_prefetch: BTreeSet<NodeId>,
+    /// Load the weights of every dot-product layer with more weight bytes than this
+    /// in output-channel chunks of at most this many bytes (one band, each chunk
+    /// loaded once), even where the whole layer fits: set when the parameters do
+    /// not all fit, so that partial pinning ([`crate::resident::pin_some`]) can pin
+    /// chunk by chunk and the streamed ones need little SRAM.
+    pub weight_chunk: Option<u64>,
 }
 
 impl Plan {
     pub fn budget_of(&self, id: NodeId, sram: u64) -> u64 {
         self.budget.get(&id).copied().unwrap_or(sram)
+    }
+
+    /// Whether a layer with `weight_bytes` of weights loads them in chunks.
+    pub fn chunks_weights(&self, weight_bytes: u64) -> bool {
+        self.weight_chunk.is_some_and(|c| weight_bytes > c)
     }
 
     /// One more decision after placement failed with `nf`; an error if none is left.

@@ -8,24 +8,28 @@
 //! when the program is loaded. The body then only moves inputs, outputs and host-op
 //! operands. When they do not all fit (the walk with the empty plan needs split
 //! layers, or the pinned parameters leave no room for the activations), the
-//! streaming plan is placed as before and [`pin_some`] pins what fits beside it:
-//! the parameters of layers that are not split, largest first, within the SRAM the
-//! streaming placement leaves free; the rest (split layers' weights among them)
-//! keep streaming every frame.
+//! streaming plan is placed as before, with large layers' weights in chunks of at
+//! most 1/32 of the SRAM (`Plan::weight_chunk`), and [`pin_some`] pins what fits
+//! beside it, within the SRAM the streaming placement leaves free, spread evenly
+//! over the program so that pinned layers compute while streamed chunks load; the
+//! rest (and the weights of layers split into row bands) keep streaming every
+//! frame.
 
 use crate::alloc::{self, Placement};
+use crate::bands::{dma_cycles, tile_cycles};
 use crate::job::{Job, JobKind};
 use crate::lower::{Lowered, Walk};
 use crate::{BackendError, SRAM_ALIGN};
 use nnac_ir::Graph;
 use nnac_isa::HwConfig;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Whether the backend may keep the weights in SRAM across frames
 /// (`nnac compile --resident-weights`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ResidentWeights {
-    /// Pin all parameters when they fit with the activations; else pin those of
-    /// unsplit layers that fit beside the streaming plan and stream the rest.
+    /// Pin all parameters when they fit with the activations; else pin as many
+    /// as fit beside the streaming plan and stream the rest.
     #[default]
     Auto,
     /// Always stream the weights every frame (no prologue).
@@ -182,14 +186,22 @@ fn move_loads_to_prologue(low: &mut Lowered, pin: &[bool]) -> usize {
 }
 
 /// Partial pinning, for a program whose parameters do not all fit: after the
-/// streaming plan is placed, pins the parameter buffers of layers that are not split
-/// (largest first, within a budget of the SRAM the placement leaves free, halved
-/// until the placement with them pinned fits) and moves their loads to the prologue;
+/// streaming plan is placed, pins parameter buffers (not those of layers split into
+/// several row bands) spread over the program ([`choose_pins`]), within a budget of
+/// the SRAM the placement leaves free, lowered by 1/16 until the placement with
+/// them pinned fits, and moves their loads to the prologue;
 /// the other parameters keep streaming (and being prefetched) every frame. `None`
 /// when nothing can be pinned.
 pub fn pin_some(low: &mut Lowered, placed: &Placement, hw: &HwConfig) -> Option<PartialPin> {
-    let split: std::collections::BTreeSet<&str> =
-        low.sp.splits.iter().map(|s| s.layer.as_str()).collect();
+    // A split layer's weight chunks are reloaded per row band: pinning one load
+    // would not save the others. With one band each chunk loads once per frame.
+    let split: BTreeSet<&str> = low
+        .sp
+        .splits
+        .iter()
+        .filter(|s| s.bands > 1)
+        .map(|s| s.layer.as_str())
+        .collect();
     let mut cands: Vec<usize> = low
         .sp
         .param_bufs
@@ -197,19 +209,18 @@ pub fn pin_some(low: &mut Lowered, placed: &Placement, hw: &HwConfig) -> Option<
         .map(|(b, _)| *b)
         .filter(|&b| !split.contains(low.bufs[b].owner.as_str()))
         .collect();
-    cands.sort_by_key(|&b| (std::cmp::Reverse(low.bufs[b].size), b));
+    cands.sort_by_key(|&b| (low.bufs[b].first, b));
+    // Layers whose parameters take longer to load than they compute first: their
+    // loads are what the MAC array waits for; a compute-bound layer's stream in
+    // the shadow of the compute before it.
+    let bound = dma_bound_layers(low, hw);
+    let (first, rest): (Vec<usize>, Vec<usize>) = cands
+        .iter()
+        .partition(|&&b| bound.contains(low.bufs[b].owner.as_str()));
     let end = low.bufs.iter().map(|b| b.last).max().unwrap_or(0);
     let mut budget = hw.sram_bytes.saturating_sub(placed.lower_bound);
     while budget >= MIN_PARTIAL {
-        let mut pin = vec![false; low.bufs.len()];
-        let mut bytes = 0;
-        for &b in &cands {
-            let size = low.bufs[b].size.div_ceil(SRAM_ALIGN) * SRAM_ALIGN;
-            if bytes + size <= budget {
-                pin[b] = true;
-                bytes += size;
-            }
-        }
+        let (pin, bytes) = choose_pins(&low.bufs, [&first, &rest], budget);
         if bytes == 0 {
             return None;
         }
@@ -247,9 +258,81 @@ pub fn pin_some(low: &mut Lowered, placed: &Placement, hw: &HwConfig) -> Option<
                 },
             });
         }
-        budget /= 2;
+        budget -= budget / 16;
     }
     None
+}
+
+/// The layers whose parameter buffers take longer to load (`bands::dma_cycles`)
+/// than the compute jobs of the layer before them take (`bands::tile_cycles`):
+/// what their loads can hide under when streamed (the first layer's under nothing).
+fn dma_bound_layers<'a>(low: &'a Lowered, hw: &HwConfig) -> BTreeSet<&'a str> {
+    let mut load: BTreeMap<&str, f64> = BTreeMap::new();
+    for (b, _) in &low.sp.param_bufs {
+        let buf = &low.bufs[*b];
+        *load.entry(buf.owner.as_str()).or_default() += dma_cycles(hw, buf.size);
+    }
+    // Compute cycles per layer, the layers in the order they first compute.
+    let mut order: Vec<(&str, f64)> = Vec::new();
+    for job in &low.jobs {
+        let c: f64 = job
+            .kind
+            .tiles()
+            .iter()
+            .map(|t| tile_cycles(&job.kind, t, hw.mac_rows))
+            .sum();
+        if c == 0.0 {
+            continue;
+        }
+        match order.iter_mut().find(|(n, _)| *n == job.node.as_str()) {
+            Some((_, total)) => *total += c,
+            None => order.push((job.node.as_str(), c)),
+        }
+    }
+    let before = |layer: &str| -> f64 {
+        let i = order.iter().position(|(n, _)| *n == layer);
+        i.and_then(|i| i.checked_sub(1)).map_or(0.0, |p| order[p].1)
+    };
+    load.into_iter()
+        .filter(|(n, l)| *l > before(n))
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// Which candidates to pin within `budget` bytes, and their bytes: the tiers in
+/// turn, each (in the order the program first uses them) with the budget the
+/// tiers before it left. Within a tier the pinned ones are spread evenly over the
+/// program: a candidate is pinned while the pinned bytes so far stay within the
+/// budget's share of the tier's bytes so far, so the compute of pinned layers
+/// (which needs no DMA) falls between the streamed loads and runs while they come
+/// in, instead of in one stretch with the DMA queue idle. Whatever budget that
+/// leaves is then filled in program order.
+fn choose_pins(bufs: &[alloc::Buffer], tiers: [&[usize]; 2], budget: u64) -> (Vec<bool>, u64) {
+    let size = |b: usize| bufs[b].size.div_ceil(SRAM_ALIGN) * SRAM_ALIGN;
+    let mut pin = vec![false; bufs.len()];
+    let mut bytes = 0u64;
+    for cands in tiers {
+        let left = budget - bytes;
+        let total: u64 = cands.iter().map(|&b| size(b)).sum();
+        let (mut seen, mut taken) = (0u64, 0u64);
+        for &b in cands {
+            seen += size(b);
+            // taken + size <= left * seen / total, in integers.
+            let fair = u128::from(left) * u128::from(seen) / u128::from(total.max(1));
+            if u128::from(taken + size(b)) <= fair {
+                pin[b] = true;
+                taken += size(b);
+            }
+        }
+        for &b in cands {
+            if !pin[b] && taken + size(b) <= left {
+                pin[b] = true;
+                taken += size(b);
+            }
+        }
+        bytes += taken;
+    }
+    (pin, bytes)
 }
 
 /// Smallest SRAM budget partial pinning tries: below it a prologue saves too little
@@ -261,4 +344,45 @@ pub struct PartialPin {
     pub placed: Placement,
     pub stop_job: usize,
     pub residency: Residency,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bufs(n: usize) -> Vec<alloc::Buffer> {
+        (0..n)
+            .map(|i| alloc::Buffer {
+                owner: format!("l{i}"),
+                size: 1024,
+                first: i,
+                last: i,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pins_spread_over_the_first_tier_then_the_rest() {
+        let b = bufs(12);
+        let (a, rest): (Vec<usize>, Vec<usize>) = (0..12).partition(|&i| i < 8);
+        // Half of the first tier: every other one, not the first four.
+        let (pin, bytes) = choose_pins(&b, [&a, &rest], 4 * 1024);
+        let pinned: Vec<usize> = (0..12).filter(|&i| pin[i]).collect();
+        assert_eq!((pinned, bytes), (vec![1, 3, 5, 7], 4096));
+        // All of the first tier, then half of the rest, spread.
+        let (pin, bytes) = choose_pins(&b, [&a, &rest], 10 * 1024);
+        let pinned: Vec<usize> = (0..12).filter(|&i| pin[i]).collect();
+        assert_eq!(
+            (pinned, bytes),
+            (vec![0, 1, 2, 3, 4, 5, 6, 7, 9, 11], 10240)
+        );
+        let (pin, bytes) = choose_pins(&b, [&a, &[]], 3 * 1024 + 512);
+        let pinned: Vec<usize> = (0..12).filter(|&i| pin[i]).collect();
+        assert_eq!((pinned, bytes), (vec![2, 4, 6], 3072));
+        // A budget the spread leaves unused is filled in program order.
+        let mut b = bufs(3);
+        b[1].size = 2048;
+        let (pin, bytes) = choose_pins(&b, [&[0, 1, 2], &[]], 2048);
+        assert_eq!((pin, bytes), (vec![true, false, true], 2048));
+    }
 }

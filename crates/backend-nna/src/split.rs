@@ -201,6 +201,26 @@ pub fn choose(
     Ok(best.map(|(_, c)| c))
 }
 
+/// [`choose`], except that with a `chunk` cap (`Plan::weight_chunk`) a layer whose
+/// input and output stay in SRAM streams at most two chunks of `chunk` bytes (or of
+/// one weight group, if larger), one band, where such a split fits `budget`.
+pub fn choose_chunked(
+    t: &DotProduct,
+    opcode: DotOpcode,
+    s: &Sizes,
+    budget: u64,
+    chunk: Option<u64>,
+) -> Result<Option<Choice>, String> {
+    let resident = s.in_row == 0 && s.out_row == 0;
+    if let Some(c) = chunk.filter(|_| resident) {
+        let capped = budget.min(s.fixed + 2 * c.max(s.block));
+        if let Some(choice) = choose(t, opcode, s, capped)? {
+            return Ok(Some(choice));
+        }
+    }
+    choose(t, opcode, s, budget)
+}
+
 /// The smallest working set of a layer: every activation spilled, one row band, one
 /// weight group, no double buffering.
 pub fn min_working_set(t: &DotProduct, opcode: DotOpcode, s: &Sizes) -> Result<u64, String> {
@@ -369,7 +389,10 @@ impl Walk<'_> {
         let min = min_working_set(t, opcode, &all_spilled)?;
         self.out.sp.min_ws.insert(id, min);
         let whole = xa.bytes() + out.bytes() + p.weights.len() as u64 + tables;
-        if whole <= self.out.sp.plan.budget_of(id, self.hw.sram_bytes) {
+        let plan = &self.out.sp.plan;
+        if whole <= plan.budget_of(id, self.hw.sram_bytes)
+            && !plan.chunks_weights(p.weights.len() as u64)
+        {
             return Ok(None);
         }
         let x_spilled = matches!(x, Src::Dram(_));
@@ -493,5 +516,39 @@ mod tests {
         assert!(choose(&t, DotOpcode::Conv, &s, 3000).unwrap().is_none());
         let min = min_working_set(&t, DotOpcode::Conv, &s).unwrap();
         assert_eq!(min, 3 * 64 + 64 + 1000 + 36 * 96);
+    }
+
+    #[test]
+    fn chunked_weights_stream_in_chunks_of_the_cap_in_one_band() {
+        // Input and output resident, 10 weight groups of 3456 bytes: the whole
+        // layer fits, so `choose` loads the weights whole; with a cap of 8000 bytes
+        // two groups per chunk, double-buffered; a cap below one group, one group.
+        let t = conv3(32, 1, 1);
+        let s = Sizes {
+            in_row: 0,
+            out_row: 0,
+            fixed: 1000,
+            block: 36 * 96,
+            groups: 10,
+        };
+        let big = 1 << 20;
+        let whole = choose_chunked(&t, DotOpcode::Conv, &s, big, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!((whole.bands.len(), whole.per_chunk), (1, 10));
+        let c = choose_chunked(&t, DotOpcode::Conv, &s, big, Some(8000))
+            .unwrap()
+            .unwrap();
+        assert_eq!((c.bands.len(), c.per_chunk, c.overlap), (1, 2, true));
+        let c = choose_chunked(&t, DotOpcode::Conv, &s, big, Some(100))
+            .unwrap()
+            .unwrap();
+        assert_eq!((c.bands.len(), c.per_chunk, c.overlap), (1, 1, true));
+        // A spilled input keeps the split `choose` makes for the budget.
+        let spilled = Sizes { in_row: 64, ..s };
+        assert_eq!(
+            choose_chunked(&t, DotOpcode::Conv, &spilled, big, Some(100)).unwrap(),
+            choose(&t, DotOpcode::Conv, &spilled, big).unwrap()
+        );
     }
 }

@@ -498,9 +498,8 @@ fn global_pool_wider_than_the_depthwise_kernel_is_listed_unsupported() {
     // A 4 x 300 map: not even the depthwise form's 8-bit kernel_w holds 300 columns.
     let (g, shape) = gap_net(4, 300, 8);
     let q = quantize_graph(g, &shape);
-    let err = nnac_backend_nna::lower(&q, &HwConfig::fsd(), &Default::default())
-        .err()
-        .expect("refused");
+    let err =
+        nnac_backend_nna::lower(&q, &HwConfig::fsd(), &Default::default()).expect_err("refused");
     match &err {
         nnac_backend_nna::BackendError::Unsupported(v) => {
             assert!(
