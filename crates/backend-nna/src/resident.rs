@@ -274,6 +274,7 @@ fn dma_bound_layers<'a>(low: &'a Lowered, hw: &HwConfig) -> BTreeSet<&'a str> {
     }
     // Compute cycles per layer, the layers in the order they first compute.
     let mut order: Vec<(&str, f64)> = Vec::new();
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
     for job in &low.jobs {
         let c: f64 = job
             .kind
@@ -284,13 +285,14 @@ fn dma_bound_layers<'a>(low: &'a Lowered, hw: &HwConfig) -> BTreeSet<&'a str> {
         if c == 0.0 {
             continue;
         }
-        match order.iter_mut().find(|(n, _)| *n == job.node.as_str()) {
-            Some((_, total)) => *total += c,
-            None => order.push((job.node.as_str(), c)),
-        }
+        let i = *index.entry(job.node.as_str()).or_insert_with(|| {
+            order.push((job.node.as_str(), 0.0));
+            order.len() - 1
+        });
+        order[i].1 += c;
     }
     let before = |layer: &str| -> f64 {
-        let i = order.iter().position(|(n, _)| *n == layer);
+        let i = index.get(layer).copied();
         i.and_then(|i| i.checked_sub(1)).map_or(0.0, |p| order[p].1)
     };
     load.into_iter()
