@@ -203,69 +203,21 @@ pub fn lower(
     } else {
         opts.tile_pixels
     };
-    let pinned = match opts.resident_weights {
-        ResidentWeights::Off => Err(Residency::Off),
-        ResidentWeights::Auto => resident::try_pin(graph, hw, tp)?.map_err(Residency::Streamed),
-    };
-    let (mut low, placed, rounds, prologue_stop, residency) = match pinned {
-        Ok(p) => (p.low, p.placed, 1, Some(p.stop_job), p.residency),
-        Err(r) => match partly_pinned(graph, hw, tp, opts)? {
-            Streaming::Partly(low, p, rounds) => {
-                (low, p.placed, rounds, Some(p.stop_job), p.residency)
-            }
-            Streaming::All(low, placed, rounds) => (low, placed, rounds, None, r),
-        },
-    };
-    for (j, added) in seq_tiles::retile(&mut low.jobs, hw.mac_rows) {
-        let node = &low.jobs[j].node;
-        if let Some(l) = low.layers.iter_mut().find(|l| &l.0 == node) {
+    let mut w = walk_and_place(graph, hw, tp, opts)?;
+    for (j, added) in seq_tiles::retile(&mut w.low.jobs, hw.mac_rows) {
+        let node = &w.low.jobs[j].node;
+        if let Some(l) = w.low.layers.iter_mut().find(|l| &l.0 == node) {
             l.2 = l.2.saturating_add_signed(added);
         }
     }
     clock.lap("lower+alloc");
-    // Prefetch as far as the flags allow: each window (in layers) is tried until
-    // the flag assignment fits; serialised queues never overlap, so get none;
-    // parameters left streaming move within the body only (after the prologue).
-    let span = |b: usize| (placed.addrs[b], placed.addrs[b] + low.bufs[b].size);
-    let windows = prefetch::windows(hw.flags, opts.serialise);
-    let body_job = prologue_stop.map_or(0, |s| s + 1);
-    let (mut early, mut assigned, mut trial) = (0, None, None);
-    for &w in &windows {
-        let mut jobs = low.jobs.clone();
-        let mut bufs = low.bufs.clone();
-        early = prefetch::lookahead(
-            &mut bufs,
-            &placed.addrs,
-            &mut jobs,
-            &low.sp,
-            w,
-            body_job,
-            hw,
-        );
-        let read_bands = bands::reads(&jobs, &low.read_cands, hw);
-        let mut banded = low.banded.clone();
-        banded.extend(read_bands.keys());
-        let mut e = emit::emit(&jobs, &placed.addrs, hw, &banded, &read_bands)?;
-        if !opts.serialise {
-            cascade::reorder(&mut e, &jobs, &read_bands, hw);
-        }
-        let mut instrs = e.instrs.clone();
-        assigned = if opts.serialise {
-            None
-        } else {
-            sync::assign(&mut instrs, &e.access, &span, hw.flags)
-        };
-        trial = Some((jobs, e, instrs));
-        if assigned.is_some() {
-            break;
-        }
-    }
-    let (jobs, emitted, flagged) = trial.expect("at least one window");
-    low.jobs = jobs;
+    let t = prefetch_and_emit(&w, hw, opts)?;
+    w.low.jobs = t.jobs;
+    let emitted = t.emitted;
     clock.lap("prefetch");
     let slice_rule = seq_rule::violations(
         &emitted.instrs,
-        |i| low.jobs[emitted.job[i]].node.as_str(),
+        |i| w.low.jobs[emitted.job[i]].node.as_str(),
         hw.mac_rows,
     );
     if let Some(v) = slice_rule.first().filter(|_| opts.enforce_slice_rule) {
@@ -275,13 +227,13 @@ pub fn lower(
         });
     }
     clock.lap("slice rule");
-    let mut instrs = if assigned.is_some() {
-        flagged
+    let mut instrs = if t.assigned.is_some() {
+        t.flagged
     } else {
         emitted.instrs
     };
     clock.lap("emit+flags");
-    let flags_used = match assigned {
+    let flags_used = match t.assigned {
         Some(n) => n,
         None if sync::FLAGS_USED <= hw.flags => {
             sync::serialise(&mut instrs);
@@ -304,61 +256,29 @@ pub fn lower(
         instrs.push(Instr::Stop(Default::default()));
     }
     clock.lap("flags");
+    let low = &w.low;
     let layers = nnac_isa::LayerTable::from_names(
         emitted
             .job
             .iter()
-            .map(|&j| (Some(j) != prologue_stop).then_some(low.jobs[j].node.as_str()))
+            .map(|&j| (Some(j) != w.prologue_stop).then_some(low.jobs[j].node.as_str()))
             .chain(final_stop.then_some(None)),
     );
     // The body starts after the instruction of the prologue's STOP job.
-    let body_start = prologue_stop.map(|s| {
+    let body_start = w.prologue_stop.map(|s| {
         let after = emitted.job.iter().position(|&j| j > s);
         after.unwrap_or(emitted.job.len())
     });
-    let dma = instrs
-        .iter()
-        .filter(|i| i.class() == nnac_isa::Class::Dma)
-        .count();
-    let mut report = BackendReport {
-        layers: low
-            .layers
-            .iter()
-            .map(|(n, i, t)| LayerReport {
-                name: n.clone(),
-                instr: i.clone(),
-                tiles: *t,
-            })
-            .collect(),
-        dma_instrs: dma,
-        compute_instrs: instrs
-            .iter()
-            .filter(|i| i.class() == nnac_isa::Class::Compute)
-            .count(),
-        sram_peak: placed.peak,
-        sram_lower_bound: placed.lower_bound,
-        dram_image_bytes: low.dram.len() as u64,
-        flags_used,
-        acc_overflow_risk: low.acc_risk.clone(),
-        slice_rule,
-        spill_bytes: low.sp.spill_bytes,
-        fill_bytes: low.sp.fill_bytes,
-        spilled_values: low.sp.plan.spilled.len(),
-        splits: low.sp.splits.clone(),
-        prefetched_early: early,
-        plan_rounds: rounds,
-        residency,
-        stage_us: Vec::new(),
-    };
+    let mut report = report(&w, &instrs, flags_used, slice_rule, t.early);
     let program = Program {
         instrs,
         dram: DramImage {
             base: 0,
-            bytes: low.dram,
+            bytes: w.low.dram,
         },
-        io: low.io,
-        host_ops: (!low.host_ops.is_empty()).then(|| nnac_isa::HostOps {
-            ops: low.host_ops.clone(),
+        io: w.low.io,
+        host_ops: (!w.low.host_ops.is_empty()).then(|| nnac_isa::HostOps {
+            ops: w.low.host_ops.clone(),
         }),
         layers: Some(layers),
         meta: Metadata {
@@ -374,6 +294,158 @@ pub fn lower(
     }
     report.stage_us = clock.laps;
     Ok((program, report))
+}
+
+/// The walk of the graph and its SRAM placement, with the weights pinned (all or
+/// some, loaded by a prologue ending at job `prologue_stop`) or streamed.
+struct Walked {
+    low: lower::Lowered,
+    placed: alloc::Placement,
+    /// Walks the spill/split planner took.
+    rounds: usize,
+    prologue_stop: Option<usize>,
+    residency: Residency,
+}
+
+/// Walks and places `graph`: every parameter pinned if they all fit
+/// (`resident::try_pin`), else some of them (`partly_pinned`), else none.
+fn walk_and_place(
+    graph: &Graph,
+    hw: &HwConfig,
+    tp: u32,
+    opts: &BackendOptions,
+) -> Result<Walked, BackendError> {
+    let pinned = match opts.resident_weights {
+        ResidentWeights::Off => Err(Residency::Off),
+        ResidentWeights::Auto => resident::try_pin(graph, hw, tp)?.map_err(Residency::Streamed),
+    };
+    Ok(match pinned {
+        Ok(p) => Walked {
+            low: p.low,
+            placed: p.placed,
+            rounds: 1,
+            prologue_stop: Some(p.stop_job),
+            residency: p.residency,
+        },
+        Err(r) => match partly_pinned(graph, hw, tp, opts)? {
+            Streaming::Partly(low, p, rounds) => Walked {
+                low,
+                placed: p.placed,
+                rounds,
+                prologue_stop: Some(p.stop_job),
+                residency: p.residency,
+            },
+            Streaming::All(low, placed, rounds) => Walked {
+                low,
+                placed,
+                rounds,
+                prologue_stop: None,
+                residency: r,
+            },
+        },
+    })
+}
+
+/// The jobs after prefetch, their emitted instructions, the same with flags
+/// assigned (`assigned`: the flags used, `None` if they did not fit or the queues
+/// are serialised), and the parameter loads moved early.
+struct Trial {
+    jobs: Vec<job::Job>,
+    emitted: emit::Emitted,
+    flagged: Vec<Instr>,
+    assigned: Option<u32>,
+    early: usize,
+}
+
+/// Prefetch as far as the flags allow: each window (in layers) is tried until the
+/// flag assignment fits; serialised queues never overlap, so get none; parameters
+/// left streaming move within the body only (after the prologue).
+fn prefetch_and_emit(
+    w: &Walked,
+    hw: &HwConfig,
+    opts: &BackendOptions,
+) -> Result<Trial, BackendError> {
+    let (low, placed) = (&w.low, &w.placed);
+    let span = |b: usize| (placed.addrs[b], placed.addrs[b] + low.bufs[b].size);
+    let body_job = w.prologue_stop.map_or(0, |s| s + 1);
+    let mut trial = None;
+    for &window in &prefetch::windows(hw.flags, opts.serialise) {
+        let mut jobs = low.jobs.clone();
+        let mut bufs = low.bufs.clone();
+        let early = prefetch::lookahead(
+            &mut bufs,
+            &placed.addrs,
+            &mut jobs,
+            &low.sp,
+            window,
+            body_job,
+            hw,
+        );
+        let read_bands = bands::reads(&jobs, &low.read_cands, hw);
+        let mut banded = low.banded.clone();
+        banded.extend(read_bands.keys());
+        let mut e = emit::emit(&jobs, &placed.addrs, hw, &banded, &read_bands)?;
+        if !opts.serialise {
+            cascade::reorder(&mut e, &jobs, &read_bands, hw);
+        }
+        let mut flagged = e.instrs.clone();
+        let assigned = if opts.serialise {
+            None
+        } else {
+            sync::assign(&mut flagged, &e.access, &span, hw.flags)
+        };
+        let done = assigned.is_some();
+        trial = Some(Trial {
+            jobs,
+            emitted: e,
+            flagged,
+            assigned,
+            early,
+        });
+        if done {
+            break;
+        }
+    }
+    Ok(trial.expect("at least one window"))
+}
+
+/// The backend's report of a lowered program whose instructions are `instrs`.
+fn report(
+    w: &Walked,
+    instrs: &[Instr],
+    flags_used: u32,
+    slice_rule: Vec<seq_rule::SliceViolation>,
+    early: usize,
+) -> BackendReport {
+    let (low, placed) = (&w.low, &w.placed);
+    let count = |class| instrs.iter().filter(|i| i.class() == class).count();
+    BackendReport {
+        layers: low
+            .layers
+            .iter()
+            .map(|(n, i, t)| LayerReport {
+                name: n.clone(),
+                instr: i.clone(),
+                tiles: *t,
+            })
+            .collect(),
+        dma_instrs: count(nnac_isa::Class::Dma),
+        compute_instrs: count(nnac_isa::Class::Compute),
+        sram_peak: placed.peak,
+        sram_lower_bound: placed.lower_bound,
+        dram_image_bytes: low.dram.len() as u64,
+        flags_used,
+        acc_overflow_risk: low.acc_risk.clone(),
+        slice_rule,
+        spill_bytes: low.sp.spill_bytes,
+        fill_bytes: low.sp.fill_bytes,
+        spilled_values: low.sp.plan.spilled.len(),
+        splits: low.sp.splits.clone(),
+        prefetched_early: early,
+        plan_rounds: w.rounds,
+        residency: w.residency.clone(),
+        stage_us: Vec::new(),
+    }
 }
 
 /// Wall time of consecutive backend stages.
