@@ -189,7 +189,8 @@ fn move_loads_to_prologue(low: &mut Lowered, pin: &[bool]) -> usize {
 /// streaming plan is placed, pins parameter buffers (not those of layers split into
 /// several row bands) spread over the program ([`choose_pins`]), within a budget of
 /// the SRAM the placement leaves free, lowered by 1/16 until the placement with
-/// them pinned fits, and moves their loads to the prologue;
+/// them pinned fits the way that puts the streamed parameters where they can be
+/// prefetched furthest (`alloc::place_with`), and moves their loads to the prologue;
 /// the other parameters keep streaming (and being prefetched) every frame. `None`
 /// when nothing can be pinned.
 pub fn pin_some(low: &mut Lowered, placed: &Placement, hw: &HwConfig) -> Option<PartialPin> {
@@ -234,8 +235,10 @@ pub fn pin_some(low: &mut Lowered, placed: &Placement, hw: &HwConfig) -> Option<
                 early[*b] = true;
             }
         }
-        let fits = alloc::place_with(&bufs, hw.sram_bytes, SRAM_ALIGN, &early)
-            .or_else(|_| alloc::place(&bufs, hw.sram_bytes, SRAM_ALIGN));
+        // Only the placement that puts the streamed parameters where they can be
+        // prefetched furthest: pinning into the room that needs costs more than
+        // the pinned loads save.
+        let fits = alloc::place_with(&bufs, hw.sram_bytes, SRAM_ALIGN, &early);
         if let Ok(placed) = fits {
             let pinned: Vec<usize> = (0..pin.len()).filter(|&b| pin[b]).collect();
             let bytes = pinned.iter().map(|&b| bufs[b].size).sum();
