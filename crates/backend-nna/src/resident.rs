@@ -211,9 +211,9 @@ pub fn pin_some(low: &mut Lowered, placed: &Placement, hw: &HwConfig) -> Option<
         .filter(|&b| !split.contains(low.bufs[b].owner.as_str()))
         .collect();
     cands.sort_by_key(|&b| (low.bufs[b].first, b));
-    // Layers whose parameters take longer to load than they compute first: their
-    // loads are what the MAC array waits for; a compute-bound layer's stream in
-    // the shadow of the compute before it.
+    // First the layers whose parameters take longer to load than the layer before
+    // them computes: their loads are what the MAC array waits for; the others'
+    // weights stream in the shadow of the compute before them.
     let bound = dma_bound_layers(low, hw);
     let (first, rest): (Vec<usize>, Vec<usize>) = cands
         .iter()
