@@ -42,6 +42,10 @@
 //! `mac_cols`-byte vector per (ic, ky, kx); int32 bias; 16-byte channel entries
 //! `[multiplier, shift, scale, bias]`.
 
+// The module docs are the crate's code map: they link private items, so read them
+// with `cargo doc --document-private-items`.
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub mod act;
 pub mod alloc;
 mod bands;

@@ -187,7 +187,7 @@ fn move_loads_to_prologue(low: &mut Lowered, pin: &[bool]) -> usize {
 
 /// Partial pinning, for a program whose parameters do not all fit: after the
 /// streaming plan is placed, pins parameter buffers (not those of layers split into
-/// several row bands) spread over the program ([`choose_pins`]), within a budget of
+/// several row bands) spread over the program (`choose_pins`), within a budget of
 /// the SRAM the placement leaves free, lowered by 1/16 until the placement with
 /// them pinned fits the way that puts the streamed parameters where they can be
 /// prefetched furthest (`alloc::place_with`), and moves their loads to the prologue;

@@ -5,6 +5,10 @@
 //! hand back a shape-inferred [`nnac_ir::Graph`]. Front ends never depend on back
 //! ends.
 
+// The module docs are the crate's code map: they link private items, so read them
+// with `cargo doc --document-private-items`.
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub mod caffe;
 mod error;
 pub mod onnx;

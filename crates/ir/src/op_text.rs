@@ -1,5 +1,5 @@
 //! The text encoding of ops, shared by the printer ([`crate::text`]), the parser
-//! ([`crate::parse`], through [`crate::op_decode`]) and the DOT writer: every op is a mnemonic plus a record of
+//! ([`crate::parse()`], through [`crate::op_decode`]) and the DOT writer: every op is a mnemonic plus a record of
 //! typed attributes, `name{key=value, ...}`.
 //!
 //! Attribute values: numbers (`3`, `-1`, `1.5e-3`, `-inf`, f32 printed with `{:?}`,

@@ -1,4 +1,4 @@
-//! The stable text form of a graph: [`print`] (full, parses back with
+//! The stable text form of a graph: [`print()`] (full, parses back with
 //! [`crate::parse()`] to an equal graph) and [`print_with`] (optionally eliding large
 //! constants for human dumps).
 //!

@@ -14,6 +14,10 @@
 //! between frames); inputs and outputs are raw codes in each descriptor's logical order.
 //! [`timing::analyze`] is the cycle-approximate timing model (docs/PERFORMANCE.md).
 
+// The module docs are the crate's code map: they link private items, so read them
+// with `cargo doc --document-private-items`.
+#![allow(rustdoc::private_intra_doc_links)]
+
 mod engine;
 mod error;
 pub mod exec;

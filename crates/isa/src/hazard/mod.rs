@@ -37,7 +37,7 @@
 //!
 //! Findings:
 //! - **race**: a reachable state with `d_i` and `c_j` both in flight whose footprints
-//!   ([`footprint`]) overlap with at least one writing. Such a state is realizable, so
+//!   ([`footprint()`]) overlap with at least one writing. Such a state is realizable, so
 //!   the accesses can interleave. Conversely, if no such state exists, every pair of
 //!   conflicting instructions is ordered in time in every execution. Footprints are
 //!   exact or supersets (never missing a byte), so a clean report is a proof; a race
