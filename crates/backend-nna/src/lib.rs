@@ -312,7 +312,7 @@ struct Walked {
 }
 
 /// Walks and places `graph`: every parameter pinned if they all fit
-/// (`resident::try_pin`), else some of them (`partly_pinned`), else none.
+/// (`resident::try_pin`), else some of them or none (`streaming`).
 fn walk_and_place(
     graph: &Graph,
     hw: &HwConfig,
@@ -331,7 +331,7 @@ fn walk_and_place(
             prologue_stop: Some(p.stop_job),
             residency: p.residency,
         },
-        Err(r) => match partly_pinned(graph, hw, tp, opts)? {
+        Err(r) => match streaming(graph, hw, tp, opts)? {
             Streaming::Partly(low, p, rounds) => Walked {
                 low,
                 placed: p.placed,
@@ -482,32 +482,27 @@ enum Streaming {
     All(lower::Lowered, alloc::Placement, usize),
 }
 
-/// The parameters do not all fit: a placement with as many of them pinned as fit
-/// beside the streaming plan (`resident::pin_some`), or, when nothing can be
-/// pinned (or `--resident-weights off`), the streaming plan's placement. The
-/// streaming plan for pinning loads large layers' weights in chunks of at most
-/// 1/32 of the SRAM (`Plan::weight_chunk`), so the streamed ones need little SRAM
-/// and the pinning fills the rest chunk by chunk; if that plan does not place or
-/// leaves nothing to pin, the plan without chunks is tried.
-fn partly_pinned(
+/// The parameters do not all fit (or `--resident-weights off`): the streaming
+/// plan's placement, with as many parameters pinned beside it as fit
+/// (`resident::pin_some`, `auto` only) or none. The streaming plan loads large
+/// layers' weights in chunks of at most 1/32 of the SRAM (`Plan::weight_chunk`),
+/// so that the streamed ones need little SRAM (and pinning can fill the rest chunk
+/// by chunk); only if that plan does not place is the plan without chunks used.
+fn streaming(
     graph: &Graph,
     hw: &HwConfig,
     tp: u32,
     opts: &BackendOptions,
 ) -> Result<Streaming, BackendError> {
     let auto = opts.resident_weights == ResidentWeights::Auto;
-    if auto {
-        let chunked = plan::Plan {
-            weight_chunk: Some(hw.sram_bytes / WEIGHT_CHUNK_FRACTION),
-            ..plan::Plan::default()
-        };
-        if let Ok((mut low, placed, rounds)) = plan_and_place(graph, hw, tp, chunked) {
-            if let Some(p) = resident::pin_some(&mut low, &placed, hw) {
-                return Ok(Streaming::Partly(low, p, rounds));
-            }
-        }
-    }
-    let (mut low, placed, rounds) = plan_and_place(graph, hw, tp, plan::Plan::default())?;
+    let chunked = plan::Plan {
+        weight_chunk: Some(hw.sram_bytes / WEIGHT_CHUNK_FRACTION),
+        ..plan::Plan::default()
+    };
+    let (mut low, placed, rounds) = match plan_and_place(graph, hw, tp, chunked) {
+        Ok(p) => p,
+        Err(_) => plan_and_place(graph, hw, tp, plan::Plan::default())?,
+    };
     match auto
         .then(|| resident::pin_some(&mut low, &placed, hw))
         .flatten()
@@ -517,8 +512,8 @@ fn partly_pinned(
     }
 }
 
-/// The SRAM over the largest weight chunk of a partly pinned program
-/// (`partly_pinned`).
+/// The SRAM over the largest weight chunk of a program whose weights stream
+/// (`streaming`).
 const WEIGHT_CHUNK_FRACTION: u64 = 32;
 
 /// Walks the graph and places its buffers, refining the spill/split plan

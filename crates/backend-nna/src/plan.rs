@@ -32,9 +32,10 @@ pub struct Plan {
     pub no_prefetch: BTreeSet<NodeId>,
     /// Load the weights of every dot-product layer with more weight bytes than this
     /// in output-channel chunks of at most this many bytes (one band, each chunk
-    /// loaded once), even where the whole layer fits: set when the parameters do
-    /// not all fit, so that partial pinning ([`crate::resident::pin_some`]) can pin
-    /// chunk by chunk and the streamed ones need little SRAM.
+    /// loaded once), even where the whole layer fits: set for every program whose
+    /// weights stream (they do not all fit, or `--resident-weights off`), so that
+    /// the streamed ones need little SRAM and partial pinning
+    /// ([`crate::resident::pin_some`]) can pin chunk by chunk.
     pub weight_chunk: Option<u64>,
 }
 
@@ -43,9 +44,12 @@ impl Plan {
         self.budget.get(&id).copied().unwrap_or(sram)
     }
 
-    /// Whether a layer with `weight_bytes` of weights loads them in chunks.
-    pub fn chunks_weights(&self, weight_bytes: u64) -> bool {
-        self.weight_chunk.is_some_and(|c| weight_bytes > c)
+    /// Whether a layer with `weight_bytes` of weights in weight groups of `block`
+    /// bytes loads them in chunks: more than one chunk of the cap (a chunk holds
+    /// at least one group).
+    pub fn chunks_weights(&self, weight_bytes: u64, block: u64) -> bool {
+        self.weight_chunk
+            .is_some_and(|c| weight_bytes > c.max(block))
     }
 
     /// One more decision after placement failed with `nf`; an error if none is left.

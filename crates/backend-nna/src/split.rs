@@ -391,7 +391,7 @@ impl Walk<'_> {
         let whole = xa.bytes() + out.bytes() + p.weights.len() as u64 + tables;
         let plan = &self.out.sp.plan;
         if whole <= plan.budget_of(id, self.hw.sram_bytes)
-            && !plan.chunks_weights(p.weights.len() as u64)
+            && !plan.chunks_weights(p.weights.len() as u64, u64::from(p.block))
         {
             return Ok(None);
         }

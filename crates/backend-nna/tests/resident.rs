@@ -174,3 +174,31 @@ fn a_layer_that_fits_whole_streams_in_chunks_when_the_parameters_do_not_all_fit(
     let (.., bytes) = fc_partly_pinned(425984);
     assert!(bytes >= 2 * 1024 * 96, "{bytes}");
 }
+
+#[test]
+fn streamed_weights_load_in_chunks_even_where_the_layer_fits() {
+    // Every weight streamed in a 1 MiB SRAM (chunk cap 32 KB): fc's four 98 KB
+    // weight groups load one at a time although fc fits whole; c0 (4 KB) and fc2
+    // (29 KB) are under the cap. (A layer of one weight group above the cap is not
+    // split either: `parameters_that_do_not_fit_together_stream`.)
+    let (g, shape) = conv_fc_fc();
+    let q = quantize_graph(g, &shape);
+    let hw = HwConfig::from_toml_str("sram_bytes = 1048576").unwrap();
+    let off = BackendOptions {
+        resident_weights: ResidentWeights::Off,
+        ..BackendOptions::default()
+    };
+    let (p, rep) = lower(&q, &hw, &off).unwrap();
+    assert_eq!(rep.residency, Residency::Off);
+    let splits: Vec<(&str, usize, usize)> = rep
+        .splits
+        .iter()
+        .map(|s| (s.layer.as_str(), s.bands, s.groups))
+        .collect();
+    assert_eq!(splits, vec![("fc", 1, 4)]);
+    let hz = nnac_isa::hazard::check_program(&p).unwrap();
+    assert!(hz.is_clean(), "{}", hz.lines().join("\n"));
+    let (again, _) = lower(&q, &hw, &off).unwrap();
+    assert_eq!(p.write().unwrap(), again.write().unwrap());
+    assert!(assert_bit_exact(&q, &p, 3, &shape) > 0);
+}
