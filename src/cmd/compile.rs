@@ -247,7 +247,7 @@ fn print_spills(r: &nnac_backend_nna::BackendReport) {
     );
     for s in &r.splits {
         println!(
-            "  split {}: {} row band(s) x {} weight group(s)",
+            "  split {}: {} row band(s) x {} weight chunk(s) of output channels",
             s.layer, s.bands, s.groups
         );
     }
