@@ -350,3 +350,35 @@ fn random_conv_fc_chains_in_small_srams_are_bit_exact() {
         "{compiled} compiled, {refused} refused"
     );
 }
+
+#[test]
+fn a_deconv_with_many_output_channels_streams_in_chunks() {
+    // ConvTranspose 64 -> 200 channels, 3x3 stride 2: three 96-channel weight
+    // groups of 55 KB. Streamed in a 1 MiB SRAM (chunk cap 32 KB) they load one
+    // group at a time, one band, although the layer fits whole.
+    let shape = [1, 64, 6, 6];
+    let mut rng = Rng(17);
+    let mut g = Graph::new("deconv_chunks");
+    let x = input(&mut g, &shape);
+    let c = conv(&mut g, &mut rng, "c", x, 64, 1, 1, 1);
+    let r = relu(&mut g, "r", c);
+    let w = g.add_constant("up.w", rng.tensor(&[64, 200, 3, 3], 0.1));
+    let attrs = nnac_ir::ConvTransposeAttrs {
+        kernel: vec![3, 3],
+        strides: vec![2, 2],
+        pads: vec![1, 1, 1, 1],
+        dilations: vec![1, 1],
+        output_padding: vec![1, 1],
+        group: 1,
+    };
+    let up = node(&mut g, "up", Op::ConvTranspose(attrs), &[r, w]);
+    g.add_output("y", up);
+    let q = quantize_graph(g, &shape);
+    let (p, rep) = run_streamed(&q, &hw(1 << 20), &shape, 21);
+    let s = split_of(&rep, "up");
+    assert_eq!((s.bands, s.groups), (1, 3));
+    let deconvs = p.instrs.iter().filter(|i| matches!(i, Instr::Deconv(_)));
+    assert!(deconvs.count() >= 3);
+    // Resident too (everything fits 32 MiB): one whole layer, bit-exact.
+    run_checked(&q, &HwConfig::fsd(), &shape, 22);
+}
