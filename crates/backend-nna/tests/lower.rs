@@ -251,16 +251,7 @@ fn deconv_is_bit_exact() {
     let x = input(&mut g, &shape);
     let c = conv(&mut g, &mut rng, "c", x, 6, 3, 1, 1);
     let r = relu(&mut g, "r", c);
-    let w = g.add_constant("up.w", rng.tensor(&[6, 3, 3, 3], 0.3));
-    let attrs = nnac_ir::ConvTransposeAttrs {
-        kernel: vec![3, 3],
-        strides: vec![2, 2],
-        pads: vec![1, 1, 1, 1],
-        dilations: vec![1, 1],
-        output_padding: vec![1, 1],
-        group: 1,
-    };
-    let up = node(&mut g, "up", Op::ConvTranspose(attrs), &[r, w]);
+    let up = deconv_x2(&mut g, &mut rng, "up", r, 3, 0.3);
     g.add_output("y", up);
     let q = quantize_graph(g, &shape);
     let hw = HwConfig::fsd();

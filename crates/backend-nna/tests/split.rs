@@ -362,16 +362,7 @@ fn a_deconv_with_many_output_channels_streams_in_chunks() {
     let x = input(&mut g, &shape);
     let c = conv(&mut g, &mut rng, "c", x, 64, 1, 1, 1);
     let r = relu(&mut g, "r", c);
-    let w = g.add_constant("up.w", rng.tensor(&[64, 200, 3, 3], 0.1));
-    let attrs = nnac_ir::ConvTransposeAttrs {
-        kernel: vec![3, 3],
-        strides: vec![2, 2],
-        pads: vec![1, 1, 1, 1],
-        dilations: vec![1, 1],
-        output_padding: vec![1, 1],
-        group: 1,
-    };
-    let up = node(&mut g, "up", Op::ConvTranspose(attrs), &[r, w]);
+    let up = deconv_x2(&mut g, &mut rng, "up", r, 200, 0.1);
     g.add_output("y", up);
     let q = quantize_graph(g, &shape);
     let (p, rep) = run_streamed(&q, &hw(1 << 20), &shape, 21);

@@ -72,6 +72,29 @@ pub fn conv(
     node(g, name, Op::Conv(attrs), &[x, w, b])
 }
 
+/// A 3x3 stride-2 ConvTranspose (pads 1, output padding 1: doubles H and W) of `x`
+/// to `cout` channels, weights drawn with amplitude `amp`.
+pub fn deconv_x2(
+    g: &mut Graph,
+    rng: &mut Rng,
+    name: &str,
+    x: Value,
+    cout: usize,
+    amp: f32,
+) -> Value {
+    let cin = g.value_type(x).shape[1];
+    let w = g.add_constant(format!("{name}.w"), rng.tensor(&[cin, cout, 3, 3], amp));
+    let attrs = nnac_ir::ConvTransposeAttrs {
+        kernel: vec![3, 3],
+        strides: vec![2, 2],
+        pads: vec![1, 1, 1, 1],
+        dilations: vec![1, 1],
+        output_padding: vec![1, 1],
+        group: 1,
+    };
+    node(g, name, Op::ConvTranspose(attrs), &[x, w])
+}
+
 pub fn relu(g: &mut Graph, name: &str, x: Value) -> Value {
     node(g, name, Op::Act(Activation::Relu), &[x])
 }
