@@ -14,7 +14,8 @@
 //! The models with more parameters than the SRAM (AlexNet, ZFNet-512, VGG-19) are
 //! partly pinned, weight chunks among the pinned buffers (`resident.rs`), and run
 //! bit-exactly on the simulator against the quantized reference interpreter, as do
-//! their programs with every weight streamed.
+//! their programs with every weight streamed, and AlexNet and ResNet-50 in 2 and
+//! 4 MiB SRAMs.
 
 mod common;
 
@@ -121,6 +122,19 @@ fn logits_graph(name: &str, image: &nnac_ir::Tensor) -> (nnac_ir::Graph, nnac_pa
     (compiled.graph, frame)
 }
 
+/// The output codes of the quantized reference interpreter on `frame`.
+fn reference(name: &str, q: &nnac_ir::Graph, frame: &nnac_passes::Frame) -> Vec<Vec<u8>> {
+    nnac_passes::run_quantized_raw(q, frame)
+        .unwrap()
+        .into_values()
+        .map(|t| match t.data {
+            TensorData::I8(v) => v.into_iter().map(|x| x as u8).collect(),
+            TensorData::U8(v) => v,
+            other => panic!("{name}: raw output {:?}", other.dtype()),
+        })
+        .collect()
+}
+
 /// The output codes of `program` on `frame` (eager schedule), checked equal to a
 /// random interleaving's.
 fn simulate(name: &str, program: &Program, frame: &nnac_passes::Frame) -> Vec<Vec<u8>> {
@@ -162,15 +176,7 @@ fn models_bigger_than_the_sram_run_bit_exact_partly_pinned_and_streamed() {
     let hw = HwConfig::default();
     for name in ["bvlc_alexnet", "zfnet512", "vgg19"] {
         let (q, frame) = logits_graph(name, &image);
-        let want: Vec<Vec<u8>> = nnac_passes::run_quantized_raw(&q, &frame)
-            .unwrap()
-            .into_values()
-            .map(|t| match t.data {
-                TensorData::I8(v) => v.into_iter().map(|x| x as u8).collect(),
-                TensorData::U8(v) => v,
-                other => panic!("{name}: raw output {:?}", other.dtype()),
-            })
-            .collect();
+        let want = reference(name, &q, &frame);
         assert!(want.iter().all(|w| w.len() == 1000), "{name}: logits");
         let (pinned, rep) = nnac_backend_nna::lower(&q, &hw, &BackendOptions::default())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -206,5 +212,25 @@ fn models_bigger_than_the_sram_run_bit_exact_partly_pinned_and_streamed() {
             s.dram_read
         );
         assert!(p.total_cycles < s.total_cycles, "{name}");
+    }
+}
+
+#[test]
+fn models_in_small_srams_run_bit_exact() {
+    // A 2 MiB SRAM chunks AlexNet's grouped convolutions too (the cap is 64 KB);
+    // ResNet-50 in 4 MiB streams most of its weights in chunks beside some pinned.
+    let tmp = tempdir("light-small");
+    let image = astronaut(tmp.path());
+    for (name, sram) in [("bvlc_alexnet", 2u64 << 20), ("resnet50", 4 << 20)] {
+        let hw = HwConfig::from_toml_str(&format!("sram_bytes = {sram}")).unwrap();
+        let (q, frame) = logits_graph(name, &image);
+        let want = reference(name, &q, &frame);
+        let (p, rep) = nnac_backend_nna::lower(&q, &hw, &BackendOptions::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            !rep.splits.is_empty(),
+            "{name}: nothing split in {sram} bytes"
+        );
+        assert_eq!(simulate(name, &p, &frame), want, "{name} in {sram} bytes");
     }
 }

@@ -500,8 +500,8 @@ fn streaming(
         ..plan::Plan::default()
     };
     let (mut low, placed, rounds) = match plan_and_place(graph, hw, tp, chunked) {
-        Ok(p) => p,
-        Err(_) => plan_and_place(graph, hw, tp, plan::Plan::default())?,
+        Err(BackendError::SramFull { .. }) => plan_and_place(graph, hw, tp, plan::Plan::default())?,
+        placed => placed?,
     };
     match auto
         .then(|| resident::pin_some(&mut low, &placed, hw))
