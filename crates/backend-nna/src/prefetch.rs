@@ -73,8 +73,10 @@ fn step_of(sp: &SpillState, job: usize) -> usize {
 /// before the previous load's position may go ahead of earlier loads where the
 /// estimated timeline (`prefetch_est.rs`) says the whole program gets shorter:
 /// that fills the DMA queue's idle time under compute-bound layers with a later
-/// layer's weights (VGG-19's second fc6 weight group, free SRAM since the first
-/// layer, loads under the convolutions) without delaying a load needed sooner.
+/// layer's weights (a fully connected layer's weight group in SRAM free since the
+/// first layer loads under the convolutions: `tests/split.rs`
+/// `a_later_layers_weights_load_under_compute_bound_layers`) without delaying a
+/// load needed sooner.
 pub fn lookahead(
     bufs: &mut [Buffer],
     addrs: &[u64],
