@@ -9,13 +9,18 @@
 //! When every channel has the same weights, bias and epilogue entry (a pool's `1/N`
 //! weights always do), the same sums come out of one CONV over the input stored
 //! HWC (`chan_pitch = 1`, `pix_pitch = C`; the walk stores the producer's output so
-//! when the pool is its only reader, `Walk::plan_hwc`) and read differently: `in_h = H*W` rows of `in_w = C` one-channel pixels, with
+//! when the pool is its only reader other than ELTWISE ops, `Walk::plan_hwc`) and
+//! read differently: `in_h = H*W` rows of `in_w = C` one-channel pixels, with
 //! `in_row_pitch` = the tensor's pixel pitch and `in_pix_pitch = 1`, a `H*W x 1`
 //! kernel, `out_c = 1`. Output pixel `c` sums `x[r*PP + c]` over the rows `r`, i.e.
 //! channel `c` over all pixels, and is written at `out_addr + c`: the `1x1xC` HWC
 //! output. 96 channels per pass: `ceil(C/96) * H*W` cycles (1,078 for ResNet-50). A
 //! slice of 8 output pixels reads 8 consecutive bytes, so the 256-byte rule holds
-//! (read planar, channels `H*W` bytes apart, it would not).
+//! (read planar, channels `H*W` bytes apart, it would not). More than 255 taps (the
+//! 8-bit `kernel_h`) are regrouped as `k1` rows of `k2` (`H*W = k1*k2`): rows
+//! `k2*PP` bytes apart, a `k1 x k2` kernel whose columns are `dil_w = PP` bytes
+//! apart (so `PP <= 255`), `in_w = (k2-1)*PP + C`: output pixel `c` still reads
+//! `x[(r*k2 + j)*PP + c]` over every tap (PP-OCR's classifier: a 12 x 48 map).
 //! The integer arithmetic is term for term the depthwise one, so results are
 //! bit-exact with the quantized reference interpreter.
 
@@ -25,8 +30,26 @@ use crate::params::weight_blocks;
 use nnac_isa::checks::DotKind;
 use nnac_isa::{DotProduct, PoolKind};
 
-/// Largest `H*W` the 8-bit `kernel_h` field holds.
-const MAX_TAPS: u32 = 255;
+/// Largest value of the 8-bit `kernel_h`, `kernel_w` and `dil_w` fields.
+const MAX_FIELD: u32 = 255;
+
+/// The kernel of the channels-as-pixels CONV over `taps` pixels stored HWC with pixel
+/// pitch `pp`: `(kernel_h, kernel_w)`. Up to 255 taps one column of `taps` rows (row
+/// pitch `pp`); more, when `pp` fits `dil_w`, `k1` rows of `k2` taps (`taps = k1 *
+/// k2`, row pitch `k2 * pp`, the columns `dil_w = pp` bytes apart), `k2` the largest
+/// divisor that leaves `k1 <= 255`. `None` if neither fits the fields.
+fn kernel(taps: u32, pp: u32) -> Option<(u32, u32)> {
+    if taps <= MAX_FIELD {
+        return Some((taps, 1));
+    }
+    if pp > MAX_FIELD {
+        return None;
+    }
+    (1..=MAX_FIELD)
+        .rev()
+        .find(|&k2| taps.is_multiple_of(k2) && taps / k2 <= MAX_FIELD)
+        .map(|k2| (taps / k2, k2))
+}
 
 /// Whether the depthwise CONV `t` over input `x` (weights `w` as `[C][H*W]`, one
 /// bias and epilogue entry per channel) is a global pool whose channels are all
@@ -47,7 +70,7 @@ pub(crate) fn uniform_global(
         && (t.dil_h, t.dil_w) == (1, 1)
         && t.pool == PoolKind::None
         && t.expected_out_hw(DotKind::Conv) == Some((1, 1))
-        && taps <= MAX_TAPS
+        && kernel(taps, x.c).is_some()
         && w.len() == x.c as usize * k
         && bias.len() == x.c as usize
         && entries.len() == bias.len()
@@ -73,20 +96,28 @@ pub(crate) fn channels_as_pixels(
     }
     let taps = x.h * x.w;
     let k = taps as usize;
+    let pp = x.pix_pitch;
+    let (kh, kw) = kernel(taps, pp)?;
+    // Regrouping the taps into rows needs pixel p of the map at `p * pp`.
+    if kw > 1 && x.row_pitch != x.w * pp {
+        return None;
+    }
     let g = DotProduct {
-        in_h: taps,
-        in_w: x.c,
+        in_h: kh,
+        in_w: (kw - 1) * pp + x.c,
         in_c: 1,
-        in_row_pitch: x.pix_pitch,
+        in_row_pitch: kw * pp,
         in_pix_pitch: 1,
         in_chan_pitch: 1,
         out_h: 1,
         out_w: x.c,
         out_c: 1,
-        kernel_h: taps,
-        kernel_w: 1,
+        kernel_h: kh,
+        kernel_w: kw,
         stride_h: 1,
         stride_w: 1,
+        dil_h: 1,
+        dil_w: if kw > 1 { pp } else { 1 },
         groups: 1,
         ..t.clone()
     };
@@ -195,8 +226,38 @@ mod tests {
         };
         assert!(uniform_global(&t, &planar, &w, &b, &e));
         assert!(channels_as_pixels(&t, &planar, &w, &b, &e, 96).is_none());
-        let (big, bx) = pool_layer(2, 16, 16);
-        let n = 2 * 256;
-        assert!(channels_as_pixels(&big, &bx, &vec![1; n], &[0; 2], &[[0; 4]; 2], 96).is_none());
+        // 17 x 17 taps of 256 channels: too many taps for one column, a pixel pitch
+        // beyond dil_w for rows.
+        let (big, bx) = pool_layer(256, 17, 17);
+        let n = 256 * 289;
+        let (b, e) = (vec![0; 256], vec![[0; 4]; 256]);
+        assert!(channels_as_pixels(&big, &bx, &vec![1; n], &b, &e, 96).is_none());
+    }
+
+    #[test]
+    fn many_taps_are_taken_in_rows() {
+        assert_eq!(kernel(255, 1000), Some((255, 1)));
+        assert_eq!(kernel(256, 8), Some((2, 128)));
+        assert_eq!(kernel(12 * 48, 40), Some((3, 192)));
+        assert_eq!(kernel(256, 256), None);
+        // A prime number of taps has no two factors under 256.
+        assert_eq!(kernel(257, 8), None);
+        assert_eq!(kernel(255 * 255, 8), Some((255, 255)));
+        let (t, x) = pool_layer(5, 16, 16);
+        let (w, b, e) = (vec![3i8; 5 * 256], vec![0; 5], vec![[7, 3, 0, 0]; 5]);
+        let (g, p) = channels_as_pixels(&t, &x, &w, &b, &e, 96).expect("rows of taps");
+        assert_eq!(
+            (
+                g.in_h,
+                g.in_w,
+                g.in_row_pitch,
+                g.kernel_h,
+                g.kernel_w,
+                g.dil_w
+            ),
+            (2, 127 * 5 + 5, 128 * 5, 2, 128, 5)
+        );
+        assert_eq!((g.out_w, p.weights.len()), (5, 256 * 96));
+        assert_eq!(g.expected_out_hw(DotKind::Conv), Some((1, 5)));
     }
 }

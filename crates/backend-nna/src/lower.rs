@@ -254,10 +254,10 @@ impl<'g> Walk<'g> {
     }
 
     /// Chooses the values stored HWC: the output of an NNA compute op, or of a channel
-    /// concatenation of such outputs, whose one reader is a global pool of alike
-    /// channels (`gap.rs`), when the value stays in SRAM whole (not a graph output,
-    /// not a concatenation slot, nothing spilled, no layer split by the plan). Every
-    /// other value is planar.
+    /// concatenation of such outputs, read by one global pool of alike channels
+    /// (`gap.rs`) and otherwise only by ELTWISE ops, when the value stays in SRAM
+    /// whole (not a graph output, not a concatenation slot, nothing spilled, no
+    /// reader split by the plan). Every other value is planar.
     fn plan_hwc(&mut self) {
         let plan = &self.out.sp.plan;
         let computed = |id: NodeId| {
@@ -279,14 +279,26 @@ impl<'g> Walk<'g> {
             }
             let v = Value::new(id, 0);
             let users = self.g.users(v);
-            let [(user, _)] = users.as_slice() else {
-                continue;
-            };
             let whole = !self.g.is_output(v)
                 && !self.slots.contains_key(&id)
                 && !plan.spilled.contains(&id)
-                && !plan.budget.contains_key(user);
-            if whole && self.is_channel_pool(*user) {
+                && users.iter().all(|(u, _)| !plan.budget.contains_key(u));
+            if !whole {
+                continue;
+            }
+            // One global pool, and ELTWISE ops, which read any layout through their
+            // pitches (they feed no activation packets, so the slice rule does not
+            // apply): a squeeze-and-excitation product next to its pool.
+            let mut pools = 0;
+            let readers_ok = users.iter().all(|&(u, _)| match self.g.node(u).op {
+                Op::Nna(NnaOp::Eltwise(_)) => true,
+                Op::Nna(NnaOp::Dot(_)) if pools == 0 && self.is_channel_pool(u) => {
+                    pools += 1;
+                    true
+                }
+                _ => false,
+            });
+            if readers_ok && pools == 1 {
                 self.hwc.insert(id);
             }
         }

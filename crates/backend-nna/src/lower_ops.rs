@@ -9,8 +9,8 @@ use crate::simd::{epilogue, scale_prefix};
 use crate::spill::Src;
 use crate::split::{bands, choose_chunked, Choice, SplitDot};
 use nnac_ir::{
-    DotKind, DotOp, EltwiseOp, Graph, NnaOp, NodeId, Op, PoolKind as IrPool, PoolStage, ScaleOp,
-    TensorData, Value,
+    DotKind, DotOp, EltwiseKind, EltwiseOp, Graph, NnaOp, NodeId, Op, PoolKind as IrPool,
+    PoolStage, ScaleOp, TensorData, Value,
 };
 use nnac_isa::checks::DotKind as IsaDot;
 use nnac_isa::{DotProduct, EltOp, Eltwise, PoolKind, Scale, SimdInstr};
@@ -434,6 +434,12 @@ impl<'g> Walk<'g> {
         let cb = self.param(&name, &chan_table(&ep.entries));
         let out = self.px_output(id)?;
         let oa = out.act().clone();
+        // b broadcast over a's pixels (one value per channel): row and pixel pitch 0.
+        let (b_row_pitch, b_pix_pitch) = if ba.pixels() == 1 && aa.pixels() > 1 {
+            (0, 0)
+        } else {
+            (ba.row_pitch, ba.pix_pitch)
+        };
         let t = Eltwise {
             h: aa.h,
             w: aa.w,
@@ -441,8 +447,8 @@ impl<'g> Walk<'g> {
             a_row_pitch: aa.row_pitch,
             a_pix_pitch: aa.pix_pitch,
             a_chan_pitch: aa.chan_pitch,
-            b_row_pitch: ba.row_pitch,
-            b_pix_pitch: ba.pix_pitch,
+            b_row_pitch,
+            b_pix_pitch,
             b_chan_pitch: ba.chan_pitch,
             out_row_pitch: oa.row_pitch,
             out_pix_pitch: oa.pix_pitch,
@@ -450,7 +456,11 @@ impl<'g> Walk<'g> {
             a_signed: aa.signed,
             b_signed: ba.signed,
             out_signed: oa.signed,
-            op: EltOp::Add,
+            op: match e.kind {
+                EltwiseKind::Add => EltOp::Add,
+                EltwiseKind::Mul => EltOp::Mul,
+                EltwiseKind::Max => EltOp::Max,
+            },
             a_zero: i16_of(aa.zero_point, "A zero point")?,
             b_zero: i16_of(ba.zero_point, "B zero point")?,
             a_mult: m.a.mult,

@@ -213,6 +213,12 @@ fn activation(a: &Activation, p: &mut Vec<SimdInstr>) {
             hard_sigmoid(p, 1, 0, 1.0 / 6.0, 0.5);
             p.push(alu(SimdInstr::Fmul, 0, 0, Reg(1)));
         }
+        Activation::Silu => p.extend([
+            alu(SimdInstr::Fmul, 1, 0, F(-1.0)),
+            alu(SimdInstr::Fexp, 1, 1, Operand::None),
+            alu(SimdInstr::Fadd, 1, 1, F(1.0)),
+            alu(SimdInstr::Fdiv, 0, 0, Reg(1)),
+        ]),
         Activation::LeakyRelu { alpha } => {
             p.push(alu(SimdInstr::Fcmplt, 0, 0, F(0.0)));
             p.push(pred(alu(SimdInstr::Fmul, 0, 0, F(alpha))));

@@ -79,7 +79,8 @@ impl Walk<'_> {
     ) -> Result<(), String> {
         let name = self.g.node(id).name.clone();
         let o = out.act().clone();
-        let streamed = |s: &Src| matches!(s, Src::Dram(_));
+        let broadcast = |a: &crate::act::Act| a.pixels() == 1 && o.pixels() > 1;
+        let streamed = |s: &Src| matches!(s, Src::Dram(_)) && !broadcast(s.act());
         let row_stream: u64 = inputs
             .iter()
             .chain(std::iter::once(&out))
@@ -107,6 +108,13 @@ impl Walk<'_> {
             let mut locs = Vec::with_capacity(inputs.len());
             for s in inputs {
                 let loc = match s {
+                    // Broadcast over the pixels (ELTWISE's b): every band reads it whole.
+                    Src::Sram(p) if broadcast(&p.act) => ((p.buf, p.off), p.act.chan_pitch),
+                    Src::Dram(h) if broadcast(&h.act) => {
+                        let b = self.band_buf(&name, h.act.bytes(), overlap);
+                        self.move_rows(&name, true, h, 0, (b, 0), h.act.h);
+                        ((b, 0), h.act.band_chan_pitch(h.act.h))
+                    }
                     Src::Sram(p) => (
                         (p.buf, p.off + u64::from(y0) * u64::from(p.act.row_pitch)),
                         p.act.chan_pitch,

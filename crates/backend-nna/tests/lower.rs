@@ -5,8 +5,8 @@ mod common;
 
 use common::*;
 use nnac_backend_nna::{lower, BackendError, BackendOptions};
-use nnac_ir::{Activation, Graph, Op};
-use nnac_isa::{HwConfig, Instr};
+use nnac_ir::{Activation, BinaryOp, Graph, Op};
+use nnac_isa::{EltOp, Eltwise, HwConfig, Instr, SimdInstr};
 
 fn single_conv(shape: &[usize], cout: usize, k: usize, stride: usize) -> Graph {
     let mut rng = Rng(1);
@@ -470,15 +470,34 @@ fn global_pool_of_many_channels_compiles_with_streamed_weights() {
 }
 
 #[test]
-fn global_pool_wider_than_the_kernel_field_stays_depthwise() {
-    // 16 x 17 = 272 taps do not fit the 8-bit kernel_h field.
+fn global_pool_of_more_taps_than_the_kernel_field_takes_them_in_rows() {
+    // 16 x 17 = 272 taps do not fit the 8-bit kernel_h field: 2 rows of 136 taps, the
+    // taps of a row 8 bytes (the pixel pitch) apart.
     let (g, shape) = gap_net(16, 17, 8);
     let q = quantize_graph(g, &shape);
     let hw = HwConfig::fsd();
     let (p, _) = lower_ok(&q, &hw);
     assert_well_formed(&q, &hw, &p);
+    let rows = p.instrs.iter().any(|i| {
+        matches!(i, Instr::Conv(d) if d.groups == 1
+            && (d.kernel_h, d.kernel_w, d.dil_w, d.in_row_pitch) == (2, 136, 8, 136 * 8)
+            && (d.in_w, d.out_w) == (135 * 8 + 8, 8))
+    });
+    assert!(rows, "no 2 x 136 channels-as-pixels CONV");
+    assert!(assert_bit_exact(&q, &p, 23, &shape) > 0);
+}
+
+#[test]
+fn global_pool_of_many_taps_and_channels_stays_depthwise() {
+    // 16 x 17 taps of 300 channels: the rows' taps would be 300 bytes apart, beyond
+    // the 8-bit dil_w field, so the pool stays one depthwise CONV per channel.
+    let (g, shape) = gap_net(16, 17, 300);
+    let q = quantize_graph(g, &shape);
+    let hw = HwConfig::fsd();
+    let (p, _) = lower_ok(&q, &hw);
+    assert_well_formed(&q, &hw, &p);
     let depthwise = p.instrs.iter().any(
-        |i| matches!(i, Instr::Conv(d) if d.groups == 8 && (d.kernel_h, d.kernel_w) == (16, 17)),
+        |i| matches!(i, Instr::Conv(d) if d.groups == 300 && (d.kernel_h, d.kernel_w) == (16, 17)),
     );
     assert!(depthwise);
     assert!(assert_bit_exact(&q, &p, 23, &shape) > 0);
@@ -486,8 +505,9 @@ fn global_pool_wider_than_the_kernel_field_stays_depthwise() {
 
 #[test]
 fn global_pool_wider_than_the_depthwise_kernel_is_listed_unsupported() {
-    // A 4 x 300 map: not even the depthwise form's 8-bit kernel_w holds 300 columns.
-    let (g, shape) = gap_net(4, 300, 8);
+    // A 4 x 300 map of 300 channels: neither form fits (kernel_w 300 for the depthwise
+    // CONV, dil_w 300 for the channels as pixels).
+    let (g, shape) = gap_net(4, 300, 300);
     let q = quantize_graph(g, &shape);
     let err =
         nnac_backend_nna::lower(&q, &HwConfig::fsd(), &Default::default()).expect_err("refused");
@@ -555,4 +575,124 @@ fn global_pool_of_a_concatenation_reads_it_hwc() {
         .iter()
         .all(|d| (d.in_w, d.in_row_pitch, d.in_pix_pitch, d.out_c) == (120, 120, 1, 1)));
     assert!(assert_bit_exact(&q, &p, 32, &shape) > 0);
+}
+
+/// A squeeze-and-excitation block (`x * hard_sigmoid(fc(relu(fc(gap(x)))))`, the gate
+/// written first so the pass swaps it into ELTWISE's b; with `pools`, the gate is
+/// computed from `x` max-pooled that many times), a SiLU (`y * sigmoid(y)`, fused
+/// into its convolution), a gate of one activation by another and a Max of two
+/// activations, on an `h x w` input.
+fn gated_net(h: usize, w: usize, pools: usize) -> (Graph, [usize; 4]) {
+    let shape = [1, 3, h, w];
+    let mut rng = Rng(41);
+    let mut g = Graph::new("gates");
+    let x = input(&mut g, &shape);
+    let a = conv(&mut g, &mut rng, "a", x, 24, 3, 1, 1);
+    let ra = relu(&mut g, "a_relu", a);
+    let mut small = ra;
+    for i in 0..pools {
+        small = maxpool(&mut g, &format!("pool{i}"), 2, 2, 0, small);
+    }
+    let p = node(
+        &mut g,
+        "gap",
+        Op::GlobalPool(nnac_ir::PoolKind::Avg),
+        &[small],
+    );
+    let s1 = conv(&mut g, &mut rng, "se1", p, 8, 1, 1, 1);
+    let r1 = relu(&mut g, "se1_relu", s1);
+    let s2 = conv(&mut g, &mut rng, "se2", r1, 24, 1, 1, 1);
+    let hs = Activation::HardSigmoid {
+        alpha: 0.2,
+        beta: 0.5,
+    };
+    let gate = act(&mut g, "se_gate", hs, s2);
+    let se = node(&mut g, "se_mul", Op::Binary(BinaryOp::Mul), &[gate, ra]);
+    let b = conv(&mut g, &mut rng, "b", se, 24, 3, 1, 1);
+    let sig = act(&mut g, "b_sig", Activation::Sigmoid, b);
+    let silu = node(&mut g, "silu", Op::Binary(BinaryOp::Mul), &[b, sig]);
+    let gate = act(&mut g, "se_sig", Activation::Sigmoid, se);
+    let gated = node(&mut g, "gated", Op::Binary(BinaryOp::Mul), &[silu, gate]);
+    let m = node(&mut g, "max", Op::Binary(BinaryOp::Max), &[gated, ra]);
+    g.add_output("y", m);
+    (g, shape)
+}
+
+#[test]
+fn gates_and_squeeze_excitation_run_as_eltwise_mul_and_max() {
+    let (g, shape) = gated_net(12, 14, 0);
+    let q = quantize_graph(g, &shape);
+    let hw = HwConfig::fsd();
+    let (p, rep) = lower_ok(&q, &hw);
+    assert_well_formed(&q, &hw, &p);
+    assert!(p.host_ops.is_none(), "host ops: {:?}", p.host_ops);
+    let elt: Vec<&Eltwise> = p
+        .instrs
+        .iter()
+        .filter_map(|i| match i {
+            Instr::Eltwise(e) => Some(e),
+            _ => None,
+        })
+        .collect();
+    // The SE product reads its gate broadcast over the pixels (row and pixel pitch 0).
+    assert!(elt
+        .iter()
+        .any(|e| e.op == EltOp::Mul && e.b_row_pitch == 0 && e.b_pix_pitch == 0));
+    assert!(elt
+        .iter()
+        .any(|e| e.op == EltOp::Mul && e.b_row_pitch > 0 && e.b_pix_pitch > 0));
+    assert!(elt.iter().any(|e| e.op == EltOp::Max));
+    // The SiLU is conv b's fp32 program (FEXP, FDIV), not an ELTWISE product.
+    assert!(p.instrs.iter().any(|i| matches!(i, Instr::Conv(d)
+        if d.simd.iter().any(|s| matches!(s, SimdInstr::Fexp(_)))
+            && d.simd.iter().any(|s| matches!(s, SimdInstr::Fdiv(_))))));
+    assert!(
+        rep.layers.iter().all(|l| l.name != "silu"),
+        "{:?}",
+        rep.layers
+    );
+    // The pooled activation is also read by two ELTWISE ops, which read any layout:
+    // it is stored HWC and the pool takes the channels as pixels (168 taps, 1 channel).
+    assert!(elt
+        .iter()
+        .any(|e| e.a_chan_pitch == 1 && e.a_pix_pitch == 24));
+    assert!(p
+        .instrs
+        .iter()
+        .any(|i| matches!(i, Instr::Conv(d) if d.kernel_h == 168 && d.out_c == 1)));
+    assert_eq!(assert_bit_exact(&q, &p, 17, &shape), 24 * 12 * 14);
+}
+
+#[test]
+fn broadcast_eltwise_in_row_bands_reads_its_gate_whole() {
+    // An SRAM too small for the SE product's operands at once: it runs in bands of
+    // rows, each band reading the whole gate.
+    let (g, shape) = gated_net(24, 40, 2);
+    let q = quantize_graph(g, &shape);
+    let mut banded = 0;
+    for kib in [40, 48, 56] {
+        let hw = HwConfig {
+            sram_bytes: kib * 1024,
+            ..HwConfig::fsd()
+        };
+        // Smaller SRAMs are refused (other layers need more); larger ones hold it whole.
+        let Ok((p, rep)) = lower(&q, &hw, &BackendOptions::default()) else {
+            continue;
+        };
+        if !rep
+            .splits
+            .iter()
+            .any(|s| s.layer == "se_mul" && s.bands > 1)
+        {
+            continue;
+        }
+        banded += 1;
+        assert_well_formed(&q, &hw, &p);
+        assert_eq!(
+            assert_bit_exact(&q, &p, 23, &shape),
+            24 * 24 * 40,
+            "{kib} KiB"
+        );
+    }
+    assert!(banded > 0, "no SRAM size ran the SE product in bands");
 }

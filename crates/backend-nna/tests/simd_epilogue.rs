@@ -90,6 +90,7 @@ fn float_path_matches_for_every_activation() {
             beta: 0.5,
         })),
         Some(FusedAct::Act(Activation::HardSwish)),
+        Some(FusedAct::Act(Activation::Silu)),
         Some(FusedAct::Act(Activation::LeakyRelu { alpha: 0.1 })),
         Some(FusedAct::Act(Activation::Relu)),
         Some(FusedAct::Act(Activation::Clip {
@@ -198,6 +199,7 @@ fn fp32_epilogues_lower_and_run_bit_exactly() {
             beta: 0.5,
         }),
         Op::Act(Activation::HardSwish),
+        Op::Act(Activation::Silu),
         Op::Act(Activation::LeakyRelu { alpha: 0.1 }),
         Op::PRelu,
     ];

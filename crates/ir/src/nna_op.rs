@@ -13,7 +13,7 @@
 //!   zero-point correction `-zp_in * sum(w_q)`), then applies the [`Requant`];
 //! - the pooling unit pools the 8-bit SIMD output (same scale and zero point).
 
-use crate::{Activation, ConvAttrs, ConvTransposeAttrs, Op, PoolKind, TensorType};
+use crate::{Activation, BinaryOp, ConvAttrs, ConvTransposeAttrs, Op, PoolKind, TensorType};
 use std::fmt;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -27,7 +27,9 @@ pub enum NnaOp {
     /// and optional pool. Inputs: x `[1, C, ...]`, w `[C]`, b `[C]` (i8 / i32 when
     /// quantized; the integer value is `(x_q - zp_in) * w_q + b_q`).
     Scale(ScaleOp),
-    /// ELTWISE add of two same-shape tensors, then the epilogue. Inputs: a, b.
+    /// ELTWISE add, multiply or maximum of two tensors, then the epilogue. Inputs: a,
+    /// b; b has a's shape, or is broadcast over a's pixels (`[N, C, 1, ..]` against
+    /// `[N, C, H, ..]`, e.g. the channel weights of a squeeze-and-excitation block).
     Eltwise(EltwiseOp),
     /// Concatenation by placement: the producers write into one buffer, no compute.
     /// Every input has the output's quantization (the quantizer guarantees it).
@@ -68,14 +70,52 @@ pub struct ScaleOp {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct EltwiseOp {
+    pub kind: EltwiseKind,
     pub epilogue: Epilogue,
     /// Integer input rescaling (quantized graphs only).
     pub inputs: Option<EltwiseRequant>,
 }
 
-/// ELTWISE integer input stage (docs/ISA.md): `v = rescale(a_q - zp_a, a) +
-/// rescale(b_q - zp_b, b)` with `rescale(x, m) = rshift_round(x * m.mult, m.shift)`,
-/// then the epilogue's requantization of `v`.
+/// How ELTWISE combines its two inputs (the instruction's `op` field).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EltwiseKind {
+    Add,
+    Mul,
+    Max,
+}
+
+impl EltwiseKind {
+    pub const ALL: [EltwiseKind; 3] = [EltwiseKind::Add, EltwiseKind::Mul, EltwiseKind::Max];
+
+    /// The IR binary op it computes.
+    pub fn binary(self) -> BinaryOp {
+        match self {
+            EltwiseKind::Add => BinaryOp::Add,
+            EltwiseKind::Mul => BinaryOp::Mul,
+            EltwiseKind::Max => BinaryOp::Max,
+        }
+    }
+
+    /// The kind computing `op`, if ELTWISE can.
+    pub fn of(op: BinaryOp) -> Option<EltwiseKind> {
+        EltwiseKind::ALL.into_iter().find(|k| k.binary() == op)
+    }
+
+    pub fn mnemonic(self) -> &'static str {
+        self.binary().mnemonic()
+    }
+}
+
+/// Whether `b` is `a`'s shape or broadcast over its pixels: same rank, the same batch
+/// and channels, every spatial extent 1 (an ELTWISE's second input).
+pub fn eltwise_operand_fits(a: &[usize], b: &[usize]) -> bool {
+    a == b
+        || (a.len() == b.len() && a.len() > 2 && a[..2] == b[..2] && b[2..].iter().all(|&d| d == 1))
+}
+
+/// ELTWISE integer input stage (docs/ISA.md): `v = rescale(a_q - zp_a, a) op
+/// rescale(b_q - zp_b, b)` with `rescale(x, m) = rshift_round(x * m.mult, m.shift)` and
+/// `op` the [`EltwiseKind`], then the epilogue's requantization of `v`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EltwiseRequant {
     pub a: Multiplier,
@@ -324,10 +364,11 @@ impl NnaOp {
                 pooled(ins[0].shape.clone(), &s.pool)
             }
             NnaOp::Eltwise(_) => {
-                if ins[0].shape != ins[1].shape {
+                if !eltwise_operand_fits(&ins[0].shape, &ins[1].shape) {
                     return Err(format!(
-                        "eltwise inputs {:?} and {:?} differ",
-                        ins[0].shape, ins[1].shape
+                        "eltwise input b {:?} is neither a's shape {:?} nor broadcast over \
+                         its pixels",
+                        ins[1].shape, ins[0].shape
                     ));
                 }
                 Ok(ins[0].shape.clone())

@@ -129,6 +129,8 @@ pub enum Activation {
     },
     /// `x * HardSigmoid(alpha = 1/6, beta = 1/2)(x)`.
     HardSwish,
+    /// SiLU (swish): `x * sigmoid(x)`.
+    Silu,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -252,6 +254,7 @@ impl Activation {
             Activation::Tanh => "tanh",
             Activation::HardSigmoid { .. } => "hard_sigmoid",
             Activation::HardSwish => "hard_swish",
+            Activation::Silu => "silu",
         }
     }
 
@@ -273,6 +276,7 @@ impl Activation {
             Activation::Tanh => x.tanh(),
             Activation::HardSigmoid { alpha, beta } => (alpha * x + beta).clamp(0.0, 1.0),
             Activation::HardSwish => x * (x / 6.0 + 0.5).clamp(0.0, 1.0),
+            Activation::Silu => x / (1.0 + (-x).exp()),
         }
     }
 }

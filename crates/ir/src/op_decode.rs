@@ -3,9 +3,9 @@
 
 use crate::op_text::{derr, AVal, DecodeError, Rec, COORDS, D, NEAREST_MODES};
 use crate::{
-    Activation, BinaryOp, ConstId, ConvAttrs, ConvTransposeAttrs, DotKind, DotOp, EltwiseOp,
-    EltwiseRequant, Epilogue, FusedAct, GemmAttrs, Multiplier, NnaOp, Op, PoolAttrs, PoolKind,
-    PoolStage, Quant, Requant, ResizeAttrs, ResizeMode, ScaleOp,
+    Activation, BinaryOp, ConstId, ConvAttrs, ConvTransposeAttrs, DotKind, DotOp, EltwiseKind,
+    EltwiseOp, EltwiseRequant, Epilogue, FusedAct, GemmAttrs, Multiplier, NnaOp, Op, PoolAttrs,
+    PoolKind, PoolStage, Quant, Requant, ResizeAttrs, ResizeMode, ScaleOp,
 };
 
 /// A record being decoded: every entry must be used exactly once.
@@ -239,6 +239,23 @@ fn binary_from(m: &str) -> Option<BinaryOp> {
 }
 
 /// The activation named `m` (attributes from `f`), `None` if `m` is not one.
+/// `op=add|mul|max` of an `nna.eltwise`.
+fn eltwise_kind_from(v: &AVal) -> D<EltwiseKind> {
+    let w = word(v)?;
+    EltwiseKind::ALL
+        .into_iter()
+        .find(|k| k.mnemonic() == w)
+        .map_or_else(
+            || {
+                derr(
+                    pos_of(v),
+                    format!("eltwise op must be add, mul or max, found '{w}'"),
+                )
+            },
+            Ok,
+        )
+}
+
 fn act_from(m: &str, f: &mut Fields) -> D<Option<Activation>> {
     Ok(Some(match m {
         "relu" => Activation::Relu,
@@ -256,6 +273,7 @@ fn act_from(m: &str, f: &mut Fields) -> D<Option<Activation>> {
             beta: f.f32("beta")?,
         },
         "hard_swish" => Activation::HardSwish,
+        "silu" => Activation::Silu,
         _ => return Ok(None),
     }))
 }
@@ -340,6 +358,7 @@ fn nna_from(m: &str, f: &mut Fields, pos: usize) -> D<NnaOp> {
             pool: pool_stage_from(&f.take("pool")?)?,
         })),
         "nna.eltwise" => {
+            let kind = eltwise_kind_from(&f.take("op")?)?;
             let epilogue = epilogue_from(f)?;
             let inputs = match f.take("inputs")? {
                 AVal::Word(w, r) if w == "none" && r.entries.is_empty() => None,
@@ -351,7 +370,11 @@ fn nna_from(m: &str, f: &mut Fields, pos: usize) -> D<NnaOp> {
                 }
                 v => return derr(pos_of(&v), "eltwise inputs must be none or requant{...}"),
             };
-            Ok(NnaOp::Eltwise(EltwiseOp { epilogue, inputs }))
+            Ok(NnaOp::Eltwise(EltwiseOp {
+                kind,
+                epilogue,
+                inputs,
+            }))
         }
         "nna.concat" => Ok(NnaOp::Concat {
             axis: f.usize("axis")?,

@@ -197,7 +197,11 @@ fn deconv_attrs(a: &ConvTransposeAttrs) -> Vec<(&'static str, AVal)> {
 
 fn act_attrs(a: &Activation) -> Vec<(&'static str, AVal)> {
     match *a {
-        Activation::Relu | Activation::Sigmoid | Activation::Tanh | Activation::HardSwish => vec![],
+        Activation::Relu
+        | Activation::Sigmoid
+        | Activation::Tanh
+        | Activation::HardSwish
+        | Activation::Silu => vec![],
         Activation::LeakyRelu { alpha } => vec![("alpha", AVal::f(alpha))],
         Activation::Clip { min, max } => vec![("min", AVal::f(min)), ("max", AVal::f(max))],
         Activation::HardSigmoid { alpha, beta } => {
@@ -273,7 +277,8 @@ fn nna_attrs(n: &NnaOp) -> Vec<(&'static str, AVal)> {
             v
         }
         NnaOp::Eltwise(e) => {
-            let mut v = epilogue_attrs(&e.epilogue);
+            let mut v = vec![("op", AVal::word(e.kind.mnemonic()))];
+            v.extend(epilogue_attrs(&e.epilogue));
             let inputs = match &e.inputs {
                 None => AVal::word("none"),
                 Some(r) => AVal::tagged("requant", vec![("a", mult(&r.a)), ("b", mult(&r.b))]),

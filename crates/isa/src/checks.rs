@@ -194,9 +194,21 @@ impl ActLayout {
     /// No two elements share a byte: the dimensions of extent > 1, ordered by pitch,
     /// are nested (each pitch is at least the span of the smaller ones).
     pub fn check(&self, what: &str) -> Result<(), String> {
+        self.check_dims(what, false)
+    }
+
+    /// [`ActLayout::check`] for a tensor that is only read (ELTWISE's operands): a row
+    /// or pixel pitch of 0 broadcasts along that dimension (every row or pixel reads
+    /// the same bytes); the other dimensions must still not overlap.
+    pub fn check_read(&self, what: &str) -> Result<(), String> {
+        self.check_dims(what, true)
+    }
+
+    fn check_dims(&self, what: &str, broadcast: bool) -> Result<(), String> {
+        let extent = |pitch: u32, n: u32| if broadcast && pitch == 0 { 1 } else { n };
         let mut dims = [
-            (self.row, self.h, "row"),
-            (self.pix, self.w, "pix"),
+            (self.row, extent(self.row, self.h), "row"),
+            (self.pix, extent(self.pix, self.w), "pix"),
             (self.chan, self.c, "chan"),
         ];
         dims.sort_by_key(|&(p, n, _)| (p, n));
@@ -217,9 +229,9 @@ impl ActLayout {
         Ok(())
     }
 
-    /// [`ActLayout::check`] and the tensor lies inside an SRAM of `sram_bytes`.
+    /// The tensor lies inside an SRAM of `sram_bytes` (the instruction's own `check`
+    /// has checked its pitches).
     pub fn check_in(&self, what: &str, sram_bytes: u64) -> Result<(), String> {
-        self.check(what)?;
         if self.end() > sram_bytes {
             return Err(format!(
                 "{what} tensor at 0x{:x} ends at 0x{:x}, beyond the SRAM ({sram_bytes} bytes)",
@@ -277,8 +289,8 @@ impl Eltwise {
         )?;
         check_tile(self.c_start, self.c_count, self.c.into(), "channel")?;
         let [a, b, o] = self.act_layouts();
-        a.check("A")?;
-        b.check("B")?;
+        a.check_read("A")?;
+        b.check_read("B")?;
         o.check("output")
     }
 

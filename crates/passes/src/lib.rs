@@ -24,6 +24,7 @@ pub mod fold_batchnorm;
 pub mod fold_constants;
 pub mod fold_hardswish;
 pub mod fold_scale_bias;
+pub mod fold_silu;
 pub mod fuse_dot;
 pub mod fuse_eltwise;
 pub mod fuse_shuffle;

@@ -13,9 +13,9 @@ use crate::float_eval::Frame;
 use crate::float_ref::FloatRef;
 use crate::report::{self, HostOpEntry, Report};
 use crate::{
-    fold_batchnorm, fold_constants, fold_hardswish, fold_scale_bias, fuse_dot, fuse_eltwise,
-    fuse_shuffle, lower_concat, lower_pools, lower_scale, mark_host, normalize_gemm, quant,
-    remove_identity, sink_pool, PassError, PassOptions,
+    fold_batchnorm, fold_constants, fold_hardswish, fold_scale_bias, fold_silu, fuse_dot,
+    fuse_eltwise, fuse_shuffle, lower_concat, lower_pools, lower_scale, mark_host, normalize_gemm,
+    quant, remove_identity, sink_pool, PassError, PassOptions,
 };
 use nnac_ir::Graph;
 use std::collections::BTreeMap;
@@ -31,7 +31,7 @@ pub struct Pass {
 }
 
 /// Folding on the float graph; the result is the graph calibration runs on.
-pub const FLOAT_PASSES: [Pass; 8] = [
+pub const FLOAT_PASSES: [Pass; 9] = [
     Pass {
         name: "remove_identity",
         run: remove_identity::remove_identity,
@@ -47,6 +47,10 @@ pub const FLOAT_PASSES: [Pass; 8] = [
     Pass {
         name: "fold_hardswish",
         run: fold_hardswish::fold_hardswish,
+    },
+    Pass {
+        name: "fold_silu",
+        run: fold_silu::fold_silu,
     },
     Pass {
         name: "fold_batchnorm",

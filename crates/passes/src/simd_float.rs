@@ -9,6 +9,7 @@
 //! - tanh(x)         = (1 - e) / (1 + e) with e = exp(-2x)
 //! - hard_sigmoid(x) = min(max(alpha * x + beta, 0), 1)
 //! - hard_swish(x)   = x * min(max(x * (1/6) + 0.5, 0), 1)
+//! - silu(x)         = x / (1 + exp(-x))
 //! - relu, leaky, clip on the float path: max/min/select.
 
 use nnac_ir::Activation;
@@ -23,6 +24,7 @@ pub fn activation(a: &Activation, x: f32) -> f32 {
         }
         Activation::HardSigmoid { alpha, beta } => hard_sigmoid(x, alpha, beta),
         Activation::HardSwish => canon(x * hard_sigmoid(x, 1.0 / 6.0, 0.5)),
+        Activation::Silu => canon(x / canon(1.0 + fexp(canon(-x)))),
         Activation::Relu => fmax(x, 0.0),
         Activation::LeakyRelu { alpha } => {
             if x < 0.0 {
@@ -53,6 +55,7 @@ mod tests {
                 beta: 0.5,
             },
             Activation::HardSwish,
+            Activation::Silu,
             Activation::LeakyRelu { alpha: 0.1 },
             Activation::Clip { min: 0.0, max: 6.0 },
         ];

@@ -30,6 +30,7 @@ pub fn activation(act: Activation, x: &mut [f32]) {
             map_inplace(x, move |v| A::HardSigmoid { alpha, beta }.apply(v))
         }
         A::HardSwish => map_inplace(x, |v| A::HardSwish.apply(v)),
+        A::Silu => map_inplace(x, |v| A::Silu.apply(v)),
     }
 }
 
@@ -110,6 +111,7 @@ mod tests {
                 beta: 0.5,
             },
             Activation::HardSwish,
+            Activation::Silu,
         ];
         for act in acts {
             let mut v = xs.to_vec();

@@ -6,7 +6,7 @@
 //! (`requant`) belong to the quantized interpreter and are rejected.
 
 use super::{conv, conv_transpose, elementwise, layout, linear, pool, View};
-use nnac_ir::{BinaryOp, DotKind, Epilogue, FusedAct, GemmAttrs, NnaOp, PoolAttrs, PoolStage};
+use nnac_ir::{DotKind, Epilogue, FusedAct, GemmAttrs, NnaOp, PoolAttrs, PoolStage};
 
 pub fn eval(
     op: &NnaOp,
@@ -59,7 +59,7 @@ pub fn eval(
             finish(&s.epilogue, s.pool.as_ref(), x.shape.to_vec(), y, out_shape)
         }
         NnaOp::Eltwise(e) => {
-            let y = elementwise::binary(BinaryOp::Add, x, rest[0], x.shape);
+            let y = elementwise::binary(e.kind.binary(), x, rest[0], x.shape);
             finish(&e.epilogue, None, x.shape.to_vec(), y, out_shape)
         }
         NnaOp::Concat { axis } => {
@@ -139,8 +139,8 @@ mod tests {
     use crate::kernels::testutil::Rng;
     use crate::run_float;
     use nnac_ir::{
-        Activation, ConvAttrs, DotKind, DotOp, EltwiseOp, Epilogue, FusedAct, Graph, NnaOp, Op,
-        PoolAttrs, PoolKind, PoolStage, ScaleOp, Tensor, TensorType, Value,
+        Activation, ConvAttrs, DotKind, DotOp, EltwiseKind, EltwiseOp, Epilogue, FusedAct, Graph,
+        NnaOp, Op, PoolAttrs, PoolKind, PoolStage, ScaleOp, Tensor, TensorType, Value,
     };
     use std::collections::BTreeMap;
 
@@ -256,6 +256,7 @@ mod tests {
             0,
         );
         let elt = NnaOp::Eltwise(EltwiseOp {
+            kind: EltwiseKind::Add,
             epilogue: ep(Some(FusedAct::Act(Activation::Relu))),
             inputs: None,
         });

@@ -65,6 +65,7 @@ pub fn all_ops_graph() -> Graph {
             beta: -0.0,
         },
         Activation::HardSwish,
+        Activation::Silu,
     ];
     for (i, a) in acts.into_iter().enumerate() {
         y = add(&mut g, &format!("act {i}"), Op::Act(a), &[y]);
@@ -335,6 +336,7 @@ pub fn nna_graph() -> Graph {
         act8(vec![1, 8, 4, 4], 0.02, 5),
     );
     let elt = EltwiseOp {
+        kind: EltwiseKind::Add,
         epilogue: Epilogue {
             act: None,
             requant: Some(int_requant(1)),

@@ -5,7 +5,7 @@ use super::{saturate, QTrace};
 use crate::qinterp::epilogue;
 use crate::quant::params::scale_zp;
 use crate::PassError;
-use nnac_ir::{EltwiseOp, Graph, NodeId, ScaleOp};
+use nnac_ir::{EltwiseKind, EltwiseOp, Graph, NodeId, ScaleOp};
 use nnac_isa::arith::{eltwise_combine, eltwise_rescale};
 use nnac_isa::layouts::EltOp;
 use rayon::prelude::*;
@@ -64,7 +64,7 @@ pub fn scale(g: &Graph, id: NodeId, s: &ScaleOp, x: &[i32], w: &[i32], b: &[i32]
     }
 }
 
-/// ELTWISE add: rescale both inputs, add, wrap at 30 bits, epilogue.
+/// ELTWISE: rescale both inputs, combine (add, mul or max), wrap at 30 bits, epilogue.
 pub fn eltwise(
     g: &Graph,
     id: NodeId,
@@ -83,10 +83,24 @@ pub fn eltwise(
         e.inputs.as_ref().ok_or_else(err)?,
     );
     let out_t = &node.outputs[0];
+    let op = match e.kind {
+        EltwiseKind::Add => EltOp::Add,
+        EltwiseKind::Mul => EltOp::Mul,
+        EltwiseKind::Max => EltOp::Max,
+    };
+    // b has a's shape, or one value per channel plane (broadcast over the pixels).
+    let inner = at.shape[2..].iter().product::<usize>().max(1);
+    let b_of = |i: usize| {
+        if b.len() == a.len() {
+            b[i]
+        } else {
+            b[i / inner]
+        }
+    };
     let (codes, wrapped) = map_planes(&at.shape, a, |c, i| {
         let ra = eltwise_rescale(a[i], za, m.a.mult, u32::from(m.a.shift));
-        let rb = eltwise_rescale(b[i], zb, m.b.mult, u32::from(m.b.shift));
-        let acc = eltwise_combine(EltOp::Add, ra, rb);
+        let rb = eltwise_rescale(b_of(i), zb, m.b.mult, u32::from(m.b.shift));
+        let acc = eltwise_combine(op, ra, rb);
         epilogue::code(rq, e.epilogue.act.as_ref(), acc, c, out_t.dtype)
     });
     trace.acc_overflows += wrapped;

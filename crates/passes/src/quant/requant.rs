@@ -71,7 +71,8 @@ pub fn build(
             | Activation::Sigmoid
             | Activation::Tanh
             | Activation::HardSigmoid { .. }
-            | Activation::HardSwish => float_path(qmin, qmax),
+            | Activation::HardSwish
+            | Activation::Silu => float_path(qmin, qmax),
         },
         Some(FusedAct::PRelu(slopes)) => {
             if slopes.len() != unit.len() {

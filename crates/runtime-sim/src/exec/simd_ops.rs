@@ -120,8 +120,8 @@ pub fn scale_tile(s: &Scale) -> Result<Tile, String> {
 
 pub fn eltwise_tile(e: &Eltwise) -> Result<Tile, String> {
     let [a, b, o] = e.act_layouts();
-    check_layout("A", a)?;
-    check_layout("B", b)?;
+    a.check_read("A")?;
+    b.check_read("B")?;
     check_layout("output", o)?;
     Tile::new(
         e.h,

@@ -2,7 +2,8 @@
 //! (docs/ISA.md 4.1): the tile streams through the SIMD unit in memory order,
 //! `rows` (96) elements per row, one row per `max(1, simd_len)` cycles. A row reads
 //! at most `rows` bytes per operand (ELTWISE's two operands on the two read ports in
-//! parallel) and writes `rows` bytes; a port narrower than that slows the row.
+//! parallel; a B broadcast over the pixels counts as no operand) and writes `rows`
+//! bytes; a port narrower than that slows the row.
 
 use super::dot_cost::simd_row_cycles;
 use super::params::TimingParams;
@@ -55,7 +56,10 @@ pub fn scale_cost(s: &Scale, prm: &TimingParams) -> SimdCost {
 
 pub fn eltwise_cost(e: &Eltwise, prm: &TimingParams) -> SimdCost {
     let elements = u64::from(e.pix_count) * u64::from(e.c_count);
-    cost(elements, 2, e.simd.len(), prm)
+    // A B broadcast over the pixels (row and pixel pitch 0) is one byte per row of a
+    // channel's pixels, held with the row: only A streams through the read ports.
+    let broadcast = e.b_row_pitch == 0 && e.b_pix_pitch == 0 && e.h * e.w > 1;
+    cost(elements, if broadcast { 1 } else { 2 }, e.simd.len(), prm)
 }
 
 #[cfg(test)]
