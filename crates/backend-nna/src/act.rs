@@ -6,7 +6,7 @@
 
 use crate::error::BackendError;
 use nnac_ir::{DType, Quant, TensorType};
-use nnac_isa::Dma;
+use nnac_isa::{Dma, Scale};
 
 /// Most bytes one DMA row moves (the `row_len` field is 20 bits).
 pub const MAX_DMA_ROW: u64 = (1 << 20) - 1;
@@ -159,5 +159,25 @@ impl Act {
             sram_addr: y0 * self.row_pitch,
             ..self.rows_dma(y0, rows.min(self.h - y0), self.chan_pitch)
         })
+    }
+}
+
+/// A SCALE over all of `x` (its shape, pitches and signedness), writing through the
+/// output pitches `(row, pix, chan)` as codes of signedness `out_signed`; the caller
+/// sets the program, zero point and tiles.
+pub fn scale_over(x: &Act, (row, pix, chan): (u32, u32, u32), out_signed: bool) -> Scale {
+    Scale {
+        h: x.h,
+        w: x.w,
+        c: x.c,
+        in_row_pitch: x.row_pitch,
+        in_pix_pitch: x.pix_pitch,
+        in_chan_pitch: x.chan_pitch,
+        out_row_pitch: row,
+        out_pix_pitch: pix,
+        out_chan_pitch: chan,
+        in_signed: x.signed,
+        out_signed,
+        ..Scale::default()
     }
 }

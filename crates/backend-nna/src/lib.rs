@@ -72,6 +72,7 @@ pub mod spill;
 pub mod split;
 mod split_px;
 pub mod sync;
+mod upsample;
 
 pub use error::BackendError;
 pub use resident::{Residency, ResidentWeights};

@@ -446,6 +446,7 @@ impl<'g> Walk<'g> {
             Op::Nna(NnaOp::Eltwise(e)) => self.eltwise(id, e),
             Op::Nna(NnaOp::Concat { axis }) => self.concat(id, *axis),
             Op::Nna(NnaOp::ChannelShuffle { groups }) => self.channel_shuffle(id, *groups),
+            Op::Nna(NnaOp::Upsample { factors }) => self.upsample(id, *factors),
             Op::Nna(NnaOp::Host(inner)) => self.host_op(id, inner),
             other => Err(format!(
                 "{} is not an op of the quantized NNA IR",

@@ -374,20 +374,9 @@ impl<'g> Walk<'g> {
         let out = self.px_output(id)?;
         let oa = out.act().clone();
         let t = Scale {
-            h: xa.h,
-            w: xa.w,
-            c: xa.c,
-            in_row_pitch: xa.row_pitch,
-            in_pix_pitch: xa.pix_pitch,
-            in_chan_pitch: xa.chan_pitch,
-            out_row_pitch: oa.row_pitch,
-            out_pix_pitch: oa.pix_pitch,
-            out_chan_pitch: oa.chan_pitch,
-            in_signed: xa.signed,
-            out_signed: oa.signed,
             in_zero: i16_of(xa.zero_point, "input zero point")?,
             simd,
-            ..Scale::default()
+            ..crate::act::scale_over(&xa, (oa.row_pitch, oa.pix_pitch, oa.chan_pitch), oa.signed)
         };
         if self.out.sp.px_split {
             let (tp, tc) = (self.tile_pixels, self.hw.mac_cols);

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use nnac_backend_nna::{lower, BackendError, BackendOptions};
-use nnac_ir::{Activation, BinaryOp, Graph, Op};
+use nnac_ir::{Activation, BinaryOp, Graph, Op, Value};
 use nnac_isa::{EltOp, Eltwise, HwConfig, Instr, SimdInstr};
 
 fn single_conv(shape: &[usize], cout: usize, k: usize, stride: usize) -> Graph {
@@ -695,4 +695,123 @@ fn broadcast_eltwise_in_row_bands_reads_its_gate_whole() {
         );
     }
     assert!(banded > 0, "no SRAM size ran the SE product in bands");
+}
+
+/// An FPN-like net: a stride-2 conv upsampled back by `factors` (nearest), added to a
+/// lateral conv and concatenated with it.
+fn fpn_net(factors: [usize; 2]) -> (Graph, [usize; 4]) {
+    let shape = [1, 3, 12, 18];
+    let mut rng = Rng(51);
+    let mut g = Graph::new("fpn");
+    let x = input(&mut g, &shape);
+    let (sh, sw) = (factors[0].max(1), factors[1].max(1));
+    let down = conv_strided(&mut g, &mut rng, "down", x, 16, [sh, sw]);
+    let rd = relu(&mut g, "down_relu", down);
+    let resize = nnac_ir::ResizeAttrs {
+        mode: nnac_ir::ResizeMode::Nearest(nnac_ir::NearestMode::Floor),
+        coord: nnac_ir::CoordTransform::Asymmetric,
+        sizes: vec![1, 16, 12, 18],
+        scales: vec![1.0, 1.0, sh as f32, sw as f32],
+    };
+    let up = node(&mut g, "up", Op::Resize(resize), &[rd]);
+    let lat = conv(&mut g, &mut rng, "lat", x, 16, 1, 1, 1);
+    let sum = add(&mut g, "sum", up, lat);
+    let cat = node(&mut g, "cat", Op::Concat { axis: 1 }, &[sum, up]);
+    let y = conv(&mut g, &mut rng, "head", cat, 8, 3, 1, 1);
+    g.add_output("y", y);
+    (g, shape)
+}
+
+/// An `sh x sw` convolution with strides `[sh, sw]` (no padding): one output pixel per
+/// `sh x sw` block.
+fn conv_strided(
+    g: &mut Graph,
+    rng: &mut Rng,
+    name: &str,
+    x: Value,
+    cout: usize,
+    s: [usize; 2],
+) -> Value {
+    let cin = g.value_type(x).shape[1];
+    let w = g.add_constant(
+        format!("{name}.w"),
+        rng.tensor(&[cout, cin, s[0], s[1]], 0.3),
+    );
+    let b = g.add_constant(format!("{name}.b"), rng.tensor(&[cout], 0.1));
+    let attrs = nnac_ir::ConvAttrs {
+        kernel: s.to_vec(),
+        strides: s.to_vec(),
+        pads: vec![0; 4],
+        dilations: vec![1, 1],
+        group: 1,
+    };
+    node(g, name, Op::Conv(attrs), &[x, w, b])
+}
+
+#[test]
+fn nearest_upsampling_is_strided_scale_copies() {
+    for factors in [[2, 2], [3, 2], [4, 6]] {
+        let (g, shape) = fpn_net(factors);
+        let q = quantize_graph(g, &shape);
+        let hw = HwConfig::fsd();
+        let (p, rep) = lower_ok(&q, &hw);
+        assert_well_formed(&q, &hw, &p);
+        assert!(
+            p.host_ops.is_none(),
+            "{factors:?}: host ops {:?}",
+            p.host_ops
+        );
+        let up = rep
+            .layers
+            .iter()
+            .find(|l| l.name == "up")
+            .expect("layer up");
+        let (ih, iw) = (12 / factors[0], 18 / factors[1]);
+        // One copy per output phase; 16 channels of ih * iw <= 96 pixels: one tile each.
+        assert_eq!(
+            (up.instr.as_str(), up.tiles),
+            ("SCALE", factors[0] * factors[1])
+        );
+        let strided = p.instrs.iter().any(|i| {
+            matches!(i, Instr::Scale(s) if (s.h, s.w) == (ih as u32, iw as u32)
+                && s.out_pix_pitch == factors[1] as u32
+                && s.out_row_pitch == (18 * factors[0]) as u32)
+        });
+        assert!(strided, "{factors:?}: no strided SCALE copy");
+        assert_eq!(
+            assert_bit_exact(&q, &p, 31, &shape),
+            8 * 12 * 18,
+            "{factors:?}"
+        );
+    }
+}
+
+#[test]
+fn nearest_upsampling_in_small_srams_spills_around_it_bit_exactly() {
+    // From 30 KiB (the head's smallest working set) up: spills and fills around the
+    // upsample, which always runs on a resident input and output.
+    let (g, shape) = fpn_net([2, 2]);
+    let q = quantize_graph(g, &shape);
+    let (mut compiled, mut spilled) = (0, 0);
+    for kib in [30, 32, 36, 40, 48, 56, 64] {
+        let hw = HwConfig {
+            sram_bytes: kib * 1024,
+            ..HwConfig::fsd()
+        };
+        match lower(&q, &hw, &BackendOptions::default()) {
+            Ok((p, rep)) => {
+                spilled += usize::from(rep.spill_bytes > 0 && rep.fill_bytes > 0);
+                compiled += 1;
+                assert_well_formed(&q, &hw, &p);
+                assert_eq!(
+                    assert_bit_exact(&q, &p, 37, &shape),
+                    8 * 12 * 18,
+                    "{kib} KiB"
+                );
+            }
+            Err(e) => panic!("{kib} KiB: {e}"),
+        }
+    }
+    // Measured: 30 to 40 KiB spill and fill (the head in 12 bands), 48 KiB up none.
+    assert_eq!((compiled, spilled), (7, 4));
 }

@@ -40,6 +40,12 @@ pub enum NnaOp {
     /// permutation: the output has the input's quantization (codes move unchanged);
     /// the backend copies channel planes with SCALE instructions.
     ChannelShuffle { groups: usize },
+    /// Nearest-neighbour upsampling of `x` `[N, C, H, W]` by whole factors
+    /// `[fh, fw]`: output `(y, x)` is input `(y / fh, x / fw)` (ONNX Resize modes that
+    /// pick exactly these pixels). Codes move unchanged (the output has the input's
+    /// quantization); the backend writes each of the `fh * fw` phases of the output
+    /// with SCALE copies through strided output pitches.
+    Upsample { factors: [usize; 2] },
     /// An op the NNA has no instruction for: the runtime runs it on the host CPU
     /// (dequantize, float op, requantize to the output type).
     Host(Box<Op>),
@@ -233,6 +239,7 @@ impl NnaOp {
             NnaOp::Eltwise(_) => "nna.eltwise",
             NnaOp::Concat { .. } => "nna.concat",
             NnaOp::ChannelShuffle { .. } => "nna.channel_shuffle",
+            NnaOp::Upsample { .. } => "nna.upsample",
             NnaOp::Host(_) => "nna.host",
         }
     }
@@ -241,7 +248,7 @@ impl NnaOp {
         match self {
             NnaOp::Dot(_) | NnaOp::Scale(_) => (3, 3),
             NnaOp::Eltwise(_) => (2, 2),
-            NnaOp::ChannelShuffle { .. } => (1, 1),
+            NnaOp::ChannelShuffle { .. } | NnaOp::Upsample { .. } => (1, 1),
             NnaOp::Concat { .. } => (1, usize::MAX),
             NnaOp::Host(op) => op.arity(),
         }
@@ -301,7 +308,7 @@ impl NnaOp {
                 out
             ));
         }
-        if matches!(self, NnaOp::ChannelShuffle { .. })
+        if matches!(self, NnaOp::ChannelShuffle { .. } | NnaOp::Upsample { .. })
             && (out.dtype != ins[0].dtype || out.quant != ins[0].quant)
         {
             return Err(format!(
@@ -384,6 +391,12 @@ impl NnaOp {
                     )),
                 }
             }
+            NnaOp::Upsample { factors: [fh, fw] } => match ins[0].shape.as_slice() {
+                &[n, c, h, w] if *fh > 0 && *fw > 0 => Ok(vec![n, c, h * fh, w * fw]),
+                s => Err(format!(
+                    "upsample of {s:?} by {fh} x {fw}: needs a 4-D input and factors >= 1"
+                )),
+            },
             NnaOp::Host(op) => first((**op).clone(), ins.len()),
         }
     }

@@ -382,6 +382,9 @@ fn nna_from(m: &str, f: &mut Fields, pos: usize) -> D<NnaOp> {
         "nna.channel_shuffle" => Ok(NnaOp::ChannelShuffle {
             groups: f.usize("groups")?,
         }),
+        "nna.upsample" => Ok(NnaOp::Upsample {
+            factors: f.array::<2>("factors")?,
+        }),
         "nna.host" => match f.take("op")? {
             AVal::Word(inner, r) => Ok(NnaOp::Host(Box::new(decode(&inner, r)?))),
             v => derr(pos_of(&v), "nna.host needs op=<op>{...}"),

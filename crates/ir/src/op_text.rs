@@ -288,6 +288,7 @@ fn nna_attrs(n: &NnaOp) -> Vec<(&'static str, AVal)> {
         }
         NnaOp::Concat { axis } => vec![("axis", AVal::num(axis))],
         NnaOp::ChannelShuffle { groups } => vec![("groups", AVal::num(groups))],
+        NnaOp::Upsample { factors } => vec![("factors", AVal::us(factors))],
         NnaOp::Host(op) => {
             let (m, r) = encode(op);
             vec![("op", AVal::Word(m.to_string(), r))]

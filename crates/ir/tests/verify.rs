@@ -544,6 +544,26 @@ fn bad_nna_pool_stage_is_reported() {
     }
 }
 
+/// Asserts that `g` has a type violation at `node` whose message contains `needle`.
+fn assert_type_error(g: &Graph, node: &str, needle: &str) {
+    let e = of(g, Invariant::Types);
+    assert!(
+        e.iter().any(|(n, m)| n == node && m.contains(needle)),
+        "{e:?}"
+    );
+}
+
+/// The NNA fixture with `node`'s output quantized unlike its input.
+fn requantized(node: &str) -> Graph {
+    let mut g = nna_graph();
+    let s = node_of(&g, node);
+    g.node_mut(s).outputs[0].quant = Some(nnac_ir::Quant::PerTensor {
+        scale: 0.5,
+        zero_point: 0,
+    });
+    g
+}
+
 /// A channel shuffle whose groups do not divide the channels, or whose output is
 /// quantized differently from its input (it only moves codes), is a type violation.
 #[test]
@@ -551,22 +571,18 @@ fn bad_channel_shuffle_is_reported() {
     let mut g = nna_graph();
     let s = node_of(&g, "shuffle");
     g.node_mut(s).op = Op::Nna(NnaOp::ChannelShuffle { groups: 5 });
-    let e = of(&g, Invariant::Types);
-    assert!(
-        e.iter()
-            .any(|(n, m)| n == "shuffle" && m.contains("multiple")),
-        "{e:?}"
-    );
+    assert_type_error(&g, "shuffle", "multiple");
+    assert_type_error(&requantized("shuffle"), "shuffle", "input's type");
+}
+
+/// An upsample whose output is not its input's spatial size times the factors, or
+/// that is quantized differently from its input (it only moves codes), is a type
+/// violation.
+#[test]
+fn bad_upsample_is_reported() {
     let mut g = nna_graph();
-    let s = node_of(&g, "shuffle");
-    g.node_mut(s).outputs[0].quant = Some(nnac_ir::Quant::PerTensor {
-        scale: 0.5,
-        zero_point: 0,
-    });
-    let e = of(&g, Invariant::Types);
-    assert!(
-        e.iter()
-            .any(|(n, m)| n == "shuffle" && m.contains("input's type")),
-        "{e:?}"
-    );
+    let s = node_of(&g, "upsample");
+    g.node_mut(s).op = Op::Nna(NnaOp::Upsample { factors: [3, 3] });
+    assert_type_error(&g, "upsample", "[1, 16, 12, 12]");
+    assert_type_error(&requantized("upsample"), "upsample", "input's type");
 }

@@ -30,6 +30,7 @@ pub mod fuse_eltwise;
 pub mod fuse_shuffle;
 pub mod lower_concat;
 pub mod lower_pools;
+pub mod lower_resize;
 pub mod lower_scale;
 pub mod mark_host;
 pub mod normalize_gemm;

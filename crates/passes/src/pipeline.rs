@@ -14,8 +14,8 @@ use crate::float_ref::FloatRef;
 use crate::report::{self, HostOpEntry, Report};
 use crate::{
     fold_batchnorm, fold_constants, fold_hardswish, fold_scale_bias, fold_silu, fuse_dot,
-    fuse_eltwise, fuse_shuffle, lower_concat, lower_pools, lower_scale, mark_host, normalize_gemm,
-    quant, remove_identity, sink_pool, PassError, PassOptions,
+    fuse_eltwise, fuse_shuffle, lower_concat, lower_pools, lower_resize, lower_scale, mark_host,
+    normalize_gemm, quant, remove_identity, sink_pool, PassError, PassOptions,
 };
 use nnac_ir::Graph;
 use std::collections::BTreeMap;
@@ -72,7 +72,7 @@ pub const FLOAT_PASSES: [Pass; 9] = [
 
 /// Fusion into the NNA's compound ops; after these every node is an NNA op, an
 /// input, a constant or a reshape.
-pub const FUSION_PASSES: [Pass; 6] = [
+pub const FUSION_PASSES: [Pass; 7] = [
     Pass {
         name: "fuse_dot",
         run: fuse_dot::fuse_dot,
@@ -92,6 +92,10 @@ pub const FUSION_PASSES: [Pass; 6] = [
     Pass {
         name: "fuse_channel_shuffle",
         run: fuse_shuffle::fuse_channel_shuffle,
+    },
+    Pass {
+        name: "lower_resize",
+        run: lower_resize::lower_resize,
     },
     Pass {
         name: "mark_host",

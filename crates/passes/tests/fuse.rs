@@ -3,7 +3,8 @@
 mod common;
 use common::*;
 use nnac_ir::{
-    Activation, BinaryOp, DotKind, EltwiseKind, FusedAct, Graph, NnaOp, Op, PoolKind, Tensor,
+    Activation, BinaryOp, CoordTransform, DotKind, EltwiseKind, FusedAct, Graph, NearestMode,
+    NnaOp, Op, PoolKind, ResizeAttrs, ResizeMode, Tensor,
 };
 use nnac_passes::{compile_graph, run_passes, PassOptions, FLOAT_PASSES, FUSION_PASSES};
 
@@ -477,4 +478,45 @@ fn x_times_sigmoid_x_is_one_silu_in_the_producers_epilogue() {
     }
     assert!(matches!(nna(&f, "gate_c"), NnaOp::Eltwise(e) if e.kind == EltwiseKind::Mul));
     fused_and_int8_follow_float(&g, &f, &mut rng, &shape);
+}
+
+#[test]
+fn nearest_upsampling_by_whole_factors_runs_on_the_nna() {
+    // FPN-style: conv -> Resize x2 (nearest, asymmetric, floor) + lateral conv; a
+    // linear resize stays on the host.
+    let mut rng = Rng(15);
+    let shape = [1, 3, 8, 8];
+    let mut g = Graph::new("fpn");
+    let x = input(&mut g, &shape);
+    let a = conv(&mut g, &mut rng, "a", x, 6, 3, 2, 1);
+    let ra = relu(&mut g, "ra", a);
+    let resize = |mode| {
+        Op::Resize(ResizeAttrs {
+            mode,
+            coord: CoordTransform::Asymmetric,
+            sizes: vec![1, 6, 8, 8],
+            scales: vec![1.0, 1.0, 2.0, 2.0],
+        })
+    };
+    let up = node(
+        &mut g,
+        "up",
+        resize(ResizeMode::Nearest(NearestMode::Floor)),
+        &[ra],
+    );
+    let lat = conv(&mut g, &mut rng, "lat", x, 6, 1, 1, 1);
+    let sum = binary(&mut g, "sum", BinaryOp::Add, up, lat);
+    let lin = node(&mut g, "lin", resize(ResizeMode::Linear), &[ra]);
+    let both = binary(&mut g, "both", BinaryOp::Add, sum, lin);
+    out(&mut g, both);
+    let f = fuse(&g);
+    assert_eq!(nna(&f, "up"), NnaOp::Upsample { factors: [2, 2] });
+    assert!(matches!(nna(&f, "lin"), NnaOp::Host(_)));
+    fused_and_int8_follow_float(&g, &f, &mut rng, &shape);
+    let frames: Vec<_> = (0..2).map(|_| frame(&mut rng, &shape)).collect();
+    let q = compile_graph(g, &frames, &PassOptions::default())
+        .unwrap()
+        .graph;
+    let (up, ra) = (q.find("up").unwrap(), q.find("ra").or(q.find("a")).unwrap());
+    assert_eq!(q.node(up).outputs[0].quant, q.node(ra).outputs[0].quant);
 }

@@ -103,6 +103,24 @@ pub fn pad(x: View<'_>, pads: &[usize], value: f32, out_shape: &[usize]) -> Vec<
     out
 }
 
+/// Nearest-neighbour upsampling of a row-major `[N, C, H, W]` tensor (`shape`) by
+/// whole factors `[fh, fw]`: output `(y, x)` is input `(y / fh, x / fw)`
+/// (`NnaOp::Upsample`). Generic so that the quantized interpreter moves codes with the
+/// same function.
+pub fn upsample_nearest<T: Copy>(data: &[T], shape: &[usize], [fh, fw]: [usize; 2]) -> Vec<T> {
+    let (h, w) = (shape[2], shape[3]);
+    let mut out = Vec::with_capacity(data.len() * fh * fw);
+    for plane in data.chunks_exact((h * w).max(1)) {
+        for y in 0..h * fh {
+            let row = &plane[(y / fh) * w..(y / fh + 1) * w];
+            for x in 0..w * fw {
+                out.push(row[x / fw]);
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,5 +202,16 @@ mod tests {
             got,
             [-1.0, -1.0, -1.0, -1.0, 1.0, 2.0, -1.0, -1.0, 3.0, 4.0, -1.0, -1.0]
         );
+    }
+
+    #[test]
+    fn upsample_repeats_rows_and_columns() {
+        // [1, 2, 2, 3] by 2 x 1, then by 1 x 2.
+        let x: Vec<i32> = (0..12).collect();
+        let y = upsample_nearest(&x, &[1, 2, 2, 3], [2, 1]);
+        assert_eq!(&y[..12], &[0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5]);
+        assert_eq!(y.len(), 24);
+        let z = upsample_nearest(&x, &[1, 2, 2, 3], [1, 2]);
+        assert_eq!(&z[..12], &[0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]);
     }
 }

@@ -11,12 +11,13 @@ mod elementwise;
 pub mod gemm;
 mod geom;
 mod layout;
-pub use layout::channel_shuffle;
+pub use layout::{channel_shuffle, upsample_nearest};
 mod linear;
 mod nna;
 mod norm;
 mod pool;
 mod resize;
+pub use resize::nearest_sources;
 #[cfg(test)]
 pub(crate) mod testutil;
 

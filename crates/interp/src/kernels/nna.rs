@@ -68,6 +68,7 @@ pub fn eval(
             Ok(layout::concat(&all, *axis, out_shape))
         }
         NnaOp::ChannelShuffle { groups } => Ok(layout::channel_shuffle(x.data, x.shape, *groups)),
+        NnaOp::Upsample { factors } => Ok(layout::upsample_nearest(x.data, x.shape, *factors)),
         NnaOp::Host(inner) => super::eval(
             inner,
             super::Operand::Borrowed(x.data),

@@ -43,6 +43,27 @@ pub fn resize(a: &ResizeAttrs, x: View<'_>) -> Result<Vec<f32>, String> {
     Ok(data)
 }
 
+/// The source index of every output index along `axis` of a nearest-neighbour resize
+/// of an axis of `len` elements (`None` for linear modes, or a scale the kernel
+/// refuses): the exact table the kernel uses, so a caller can recognise a resize
+/// that copies pixels in a pattern of its own (an integer upsampling).
+pub fn nearest_sources(a: &ResizeAttrs, axis: usize, len: usize) -> Option<Vec<usize>> {
+    let (out_len, scale) = (*a.sizes.get(axis)?, *a.scales.get(axis)?);
+    if !matches!(a.mode, ResizeMode::Nearest(_)) || len == 0 {
+        return None;
+    }
+    if len == out_len && scale == 1.0 {
+        return Some((0..len).collect());
+    }
+    if !(scale.is_finite() && scale > 0.0) {
+        return None;
+    }
+    match taps(a, len, out_len, effective_scale(scale, len, out_len)) {
+        Taps::Nearest(t) => Some(t),
+        Taps::Linear(_) => None,
+    }
+}
+
 /// The scale used in the coordinate transform, in f64. When the f32 scale is the
 /// ratio of the sizes (a model that gave `sizes`), the exact ratio is used, as the
 /// ONNX reference does; otherwise the model's f32 scale.

@@ -426,8 +426,16 @@ pub fn nna_graph() -> Graph {
     // Constants of the remaining integer dtypes, unused (allowed by the verifier).
     qconst(&mut g, "u8 table", vec![3, 5], DType::U8, None);
     qconst(&mut g, "shape", vec![4], DType::I64, None);
+    let nearest = nna(
+        &mut g,
+        "upsample",
+        NnaOp::Upsample { factors: [2, 3] },
+        &[shuffled],
+        act8(vec![1, 16, 8, 12], 0.2, 0),
+    );
     g.add_output("logits", sm);
     g.add_output("mask", up);
+    g.add_output("nearest", nearest);
     g
 }
 
@@ -474,6 +482,7 @@ pub fn op_family(op: &Op) -> &'static str {
             | NnaOp::Eltwise(_)
             | NnaOp::Concat { .. }
             | NnaOp::ChannelShuffle { .. }
+            | NnaOp::Upsample { .. }
             | NnaOp::Host(_) => "nna",
         },
     }
@@ -495,6 +504,7 @@ pub const ALL_MNEMONICS: &[&str] = &[
     "tanh",
     "hard_sigmoid",
     "hard_swish",
+    "silu",
     "prelu",
     "add",
     "sub",
@@ -522,5 +532,6 @@ pub const ALL_MNEMONICS: &[&str] = &[
     "nna.eltwise",
     "nna.concat",
     "nna.channel_shuffle",
+    "nna.upsample",
     "nna.host",
 ];

@@ -283,6 +283,14 @@ pub(crate) fn eval_node(
                 *groups,
             ))
         }
+        Op::Nna(NnaOp::Upsample { factors }) => {
+            let shape = &g.value_type(ins[0]).shape;
+            QVal::Codes(nnac_interp::kernels::upsample_nearest(
+                arg(0)?,
+                shape,
+                *factors,
+            ))
+        }
         Op::Nna(NnaOp::Host(op)) => QVal::Codes(host::run(g, id, op, vals)?),
         other => {
             return Err(PassError::node(

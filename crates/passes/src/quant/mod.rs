@@ -130,7 +130,8 @@ fn share_groups(g: &Graph, values: &[NodeId]) -> BTreeMap<NodeId, NodeId> {
     for &n in values {
         if matches!(
             g.node(n).op,
-            Op::Nna(NnaOp::Concat { .. } | NnaOp::ChannelShuffle { .. }) | Op::Reshape { .. }
+            Op::Nna(NnaOp::Concat { .. } | NnaOp::ChannelShuffle { .. } | NnaOp::Upsample { .. })
+                | Op::Reshape { .. }
         ) {
             for v in g.node_inputs(n) {
                 if parent.contains_key(&v.node) {
@@ -162,7 +163,7 @@ pub fn input_code_max(g: &Graph, v: Value) -> i64 {
     let t = g.value_type(v);
     let (lo, hi) = params::code_range(t.dtype);
     let (lo, hi) = match &g.node(v.node).op {
-        Op::Nna(NnaOp::ChannelShuffle { .. }) => {
+        Op::Nna(NnaOp::ChannelShuffle { .. } | NnaOp::Upsample { .. }) => {
             return input_code_max(g, g.node_inputs(v.node)[0])
         }
         Op::Nna(op) => match op.epilogue().and_then(|e| e.requant.as_ref()) {

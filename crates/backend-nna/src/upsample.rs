@@ -1,0 +1,80 @@
+//! Nearest-neighbour upsampling (`NnaOp::Upsample { factors: [fh, fw] }`): output
+//! `(y, x)` is input `(y / fh, x / fw)`, done by `fh * fw` SCALE copies of the whole
+//! input running the identity program (no DRAM round trip to the host).
+//!
+//! Copy `(dy, dx)` reads the input with its own pitches and writes output pixel
+//! `(y * fh + dy, x * fw + dx)` for every input pixel `(y, x)`: output at
+//! `dy * RP_out + dx * PP_out` with row pitch `fh * RP_out` and pixel pitch
+//! `fw * PP_out` (the channel pitch unchanged). Those strided outputs are legal
+//! layouts (docs/ISA.md 4: the pitches stay nested), and the `fh * fw` copies write
+//! disjoint bytes that together cover the output. As for the channel shuffle, each
+//! SCALE reads the codes with `in_zero = 0` and outputs them unchanged (`FUSED_RELU`
+//! by `2^30 >> 30`), so the result is the quantized reference interpreter's copy
+//! exactly. The SIMD work is one row per channel and at most 96 input pixels per
+//! copy: `fh * fw` times the input's rows, the output's elements / 96 when the input
+//! rows fill the tiles (docs/PERFORMANCE.md 1.5).
+//!
+//! It is not split in bands: a spilled input comes into SRAM whole before it
+//! (`Walk::prepare`) and a spilled output goes back whole after it (`Walk::settle`).
+
+use crate::act::scale_over;
+use crate::job::{tiles, Job, JobKind};
+use crate::lower::Walk;
+use crate::simd::identity_program;
+use crate::spill::Src;
+use nnac_ir::NodeId;
+use nnac_isa::Scale;
+
+impl Walk<'_> {
+    pub(crate) fn upsample(&mut self, id: NodeId, [fh, fw]: [usize; 2]) -> Result<(), String> {
+        let ins = self.g.node_inputs(id);
+        let name = self.g.node(id).name.clone();
+        let xs = self.source(ins[0]).ok_or("input is not an activation")?;
+        let xa = xs.act().clone();
+        let (fh, fw) = (
+            u32::try_from(fh).map_err(|_| format!("factor {fh}"))?,
+            u32::try_from(fw).map_err(|_| format!("factor {fw}"))?,
+        );
+        let out = Src::Sram(self.define(id).map_err(|e| e.to_string())?);
+        let (Src::Sram(x), Src::Sram(o)) = (xs, out) else {
+            return Err("spilled operand of an upsample (prepare brings it in whole)".into());
+        };
+        let oa = o.act.clone();
+        let pitch = |p: u32, f: u32| {
+            p.checked_mul(f)
+                .ok_or_else(|| format!("output pitch {p} x {f} overflows"))
+        };
+        let strided = (
+            pitch(oa.row_pitch, fh)?,
+            pitch(oa.pix_pitch, fw)?,
+            oa.chan_pitch,
+        );
+        let t = Scale {
+            in_zero: 0,
+            simd: identity_program(oa.signed),
+            ..scale_over(&xa, strided, oa.signed)
+        };
+        let (ob, oo) = o.loc();
+        let tl = tiles(xa.pixels(), xa.c, self.tile_pixels, self.hw.mac_cols);
+        let mut total = 0;
+        for dy in 0..fh {
+            for dx in 0..fw {
+                let phase = u64::from(dy) * u64::from(oa.row_pitch)
+                    + u64::from(dx) * u64::from(oa.pix_pitch);
+                let kind = JobKind::Scale {
+                    t: t.clone(),
+                    // No channel table is read; any buffer will do for its address.
+                    bufs: [x.loc(), (ob, oo + phase), x.loc()],
+                    tiles: tl.clone(),
+                };
+                total += kind.instr_count();
+                self.out.jobs.push(Job {
+                    node: name.clone(),
+                    kind,
+                });
+            }
+        }
+        self.out.layers.push((name, "SCALE".into(), total));
+        Ok(())
+    }
+}
