@@ -44,7 +44,7 @@ OPS = frozenset("""
 Conv ConvTranspose Gemm MatMul BatchNormalization Relu LeakyRelu PRelu Clip Sigmoid
 Tanh HardSigmoid HardSwish Add Sub Mul Div Sum Concat MaxPool AveragePool
 GlobalAveragePool GlobalMaxPool Flatten Reshape Transpose Squeeze Unsqueeze Softmax
-Resize Upsample Pad LRN Dropout Identity Constant ConstantOfShape Shape Gather Slice
+Resize Upsample Pad LRN Dropout Identity Constant ConstantOfShape Shape Gather Slice Split
 Cast
 """.split())
 

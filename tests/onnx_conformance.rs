@@ -9,8 +9,8 @@
 //! How a case runs:
 //! - Inputs that feed a *parameter* slot of a node (a Reshape shape, Resize
 //!   scales/sizes/roi, Pad pads/value, Clip bounds, Squeeze/Unsqueeze axes, Slice
-//!   starts/ends/axes/steps, Upsample scales, Dropout ratio/mode, ConstantOfShape
-//!   shape, Gather indices) are bound as initializers before import, as an exporter
+//!   starts/ends/axes/steps, Split sizes, Upsample scales, Dropout ratio/mode,
+//!   ConstantOfShape shape, Gather indices) are bound as initializers before import, as an exporter
 //!   emits them; the importer requires those to be constant. Every other input (data,
 //!   weights, second operands) is fed to the interpreter at run time.
 //! - Outputs are compared element-wise: `|got - want| <= ATOL + rtol * |want|` with
@@ -130,7 +130,7 @@ fn index(dir: &Path) -> Vec<(String, Vec<String>)> {
 /// Input slots (by op type) that carry parameters rather than data.
 fn parameter_slots(op_type: &str) -> &'static [usize] {
     match op_type {
-        "Reshape" | "Squeeze" | "Unsqueeze" | "Upsample" | "Gather" => &[1],
+        "Reshape" | "Squeeze" | "Unsqueeze" | "Upsample" | "Gather" | "Split" => &[1],
         "Resize" | "Pad" => &[1, 2, 3],
         "Clip" | "Dropout" => &[1, 2],
         "Slice" => &[1, 2, 3, 4],

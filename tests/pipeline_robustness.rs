@@ -64,7 +64,7 @@ const INTS: [i64; 12] = [
     1 << 40,
 ];
 const FLOATS: [f32; 6] = [0.0, -1.0, f32::NAN, f32::INFINITY, 1e30, 1e-30];
-const OPS: [&str; 30] = [
+const OPS: [&str; 31] = [
     "Conv",
     "ConvTranspose",
     "MaxPool",
@@ -95,6 +95,7 @@ const OPS: [&str; 30] = [
     "Squeeze",
     "ReduceMean",
     "Slice",
+    "Split",
 ];
 /// The integer attributes each op of the tiny CNN (or swapped in) reads, so that a
 /// new one reaches the op's builder instead of its unknown-attribute check.

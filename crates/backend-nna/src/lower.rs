@@ -441,6 +441,7 @@ impl<'g> Walk<'g> {
         let res = match &op {
             Op::Input | Op::Constant(_) => return Ok(()),
             Op::Reshape { .. } => self.reshape_any(id),
+            Op::Slice { .. } => self.slice_any(id),
             Op::Nna(NnaOp::Dot(d)) => self.dot(id, d),
             Op::Nna(NnaOp::Scale(s)) => self.scale(id, s),
             Op::Nna(NnaOp::Eltwise(e)) => self.eltwise(id, e),

@@ -16,8 +16,9 @@
 //! whole walk (`place_io`); tensors are named by index until [`Walk::finish_host`]
 //! resolves them.
 
+use crate::act::Act;
 use crate::job::{Job, JobKind};
-use crate::lower::{Walk, DRAM_ALIGN};
+use crate::lower::{Placed, Walk, DRAM_ALIGN};
 use nnac_ir::{DType, NnaOp, NodeId, Op, TensorData, TensorType, Value};
 use nnac_isa::{HostOp, IoDesc, IoDir, IoDtype, IoLayout};
 use std::collections::BTreeMap;
@@ -160,6 +161,46 @@ impl Walk<'_> {
             }
         }
         self.host_op(id, &Op::Reshape { shape })
+    }
+
+    /// A Slice: a block of channels of an activation in SRAM is a view of it (the same
+    /// buffer at an offset of `start` channel pitches, the same pitches, fewer
+    /// channels); any other slice, or of a spilled activation, runs on the host. The
+    /// output shares the input's quantization (the quantizer guarantees it).
+    pub(crate) fn slice_any(&mut self, id: NodeId) -> Result<(), String> {
+        let src = self.g.node_inputs(id)[0];
+        let op = self.g.node(id).op.clone();
+        let Op::Slice { axes, starts, ends } = &op else {
+            return Err("not a slice".into());
+        };
+        let (a, b) = (self.g.value_type(src), &self.g.node(id).outputs[0]);
+        if a.quant != b.quant || a.dtype != b.dtype {
+            return Err("slice changes the quantization".into());
+        }
+        if let ([1], [start], [end], true) = (
+            axes.as_slice(),
+            starts.as_slice(),
+            ends.as_slice(),
+            self.vals.contains_key(&src.node),
+        ) {
+            if let Some(p) = self.use_value(src) {
+                let (start, end) = (
+                    u32::try_from(*start).map_err(|_| "slice start")?,
+                    u32::try_from(*end).map_err(|_| "slice end")?,
+                );
+                let view = Placed {
+                    act: Act {
+                        c: end - start,
+                        ..p.act.clone()
+                    },
+                    buf: p.buf,
+                    off: p.off + u64::from(start) * u64::from(p.act.chan_pitch),
+                };
+                self.vals.insert(id, view);
+                return Ok(());
+            }
+        }
+        self.host_op(id, &op)
     }
 
     /// DRAM copy of operand `v` of host node `id`; `wrote` is set if a DMA_WRITE

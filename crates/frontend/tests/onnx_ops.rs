@@ -1153,3 +1153,112 @@ fn pow_sqrt_reciprocal_neg_map_to_power() {
         );
     }
 }
+
+#[test]
+fn slice_and_split_of_runtime_tensors_are_slice_ops() {
+    let x = || vec![vi("x", &[1, 6, 4, 5])];
+    // Negative bounds count from the end; an end past the axis is clamped.
+    let g = import_ok(&model(
+        13,
+        vec![node("Slice", &["x", "s", "e", "a"], &["y"], vec![])],
+        x(),
+        vec![vi("y", &[])],
+        vec![
+            tensor_i64("s", &[2], &[-4, 1]),
+            tensor_i64("e", &[2], &[5, i64::MAX]),
+            tensor_i64("a", &[2], &[1, -1]),
+        ],
+    ));
+    assert_eq!(
+        only_op(&g),
+        Op::Slice {
+            axes: vec![1, 3],
+            starts: vec![2, 1],
+            ends: vec![5, 5],
+        }
+    );
+    // Split by sizes (input since opset 13, attribute before), in equal parts, and by
+    // num_outputs (opset 18: ceil parts, the last smaller).
+    let split = |opset, ins: &[&str], attrs, inits| {
+        let g = import_ok(&model(
+            opset,
+            vec![node("Split", ins, &["p", "q", "r"], attrs)],
+            x(),
+            vec![vi("p", &[]), vi("q", &[]), vi("r", &[])],
+            inits,
+        ));
+        (0..3).map(|i| output_shape(&g, i)[1]).collect::<Vec<_>>()
+    };
+    let by_input = split(
+        13,
+        &["x", "s"],
+        vec![a_i("axis", 1)],
+        vec![tensor_i64("s", &[3], &[1, 2, 3])],
+    );
+    assert_eq!(by_input, [1, 2, 3]);
+    let by_attr = split(
+        11,
+        &["x"],
+        vec![a_i("axis", 1), a_is("split", &[3, 2, 1])],
+        vec![],
+    );
+    assert_eq!(by_attr, [3, 2, 1]);
+    assert_eq!(split(13, &["x"], vec![a_i("axis", 1)], vec![]), [2, 2, 2]);
+    let ceil = split(
+        18,
+        &["x"],
+        vec![a_i("axis", 3), a_i("num_outputs", 3)],
+        vec![],
+    );
+    assert_eq!(ceil, [6, 6, 6]); // channels untouched: the split is of W = 5
+    let g = import_ok(&model(
+        18,
+        vec![node(
+            "Split",
+            &["x"],
+            &["p", "q", "r"],
+            vec![a_i("axis", 3), a_i("num_outputs", 3)],
+        )],
+        x(),
+        vec![vi("p", &[]), vi("q", &[]), vi("r", &[])],
+        vec![],
+    ));
+    let widths: Vec<usize> = (0..3).map(|i| output_shape(&g, i)[3]).collect();
+    assert_eq!(widths, [2, 2, 1]);
+    // Steps other than 1, empty slices and sizes that do not add up are refused, named.
+    use nnac_frontend::proto::onnx::{NodeProto, TensorProto, ValueInfoProto};
+    let refused = |n: NodeProto, inits: Vec<TensorProto>, outs: Vec<ValueInfoProto>| {
+        let e = import(&model(13, vec![n], x(), outs, inits)).expect_err("refused");
+        e.to_string()
+    };
+    let e = refused(
+        node("Slice", &["x", "s", "e", "a", "st"], &["y"], vec![]),
+        vec![
+            tensor_i64("s", &[1], &[0]),
+            tensor_i64("e", &[1], &[4]),
+            tensor_i64("a", &[1], &[2]),
+            tensor_i64("st", &[1], &[2]),
+        ],
+        vec![vi("y", &[])],
+    );
+    assert!(e.contains("step 2") && e.contains("node 'Slice_y'"), "{e}");
+    let e = refused(
+        node("Slice", &["x", "s", "e"], &["y"], vec![]),
+        vec![tensor_i64("s", &[1], &[7]), tensor_i64("e", &[1], &[9])],
+        vec![vi("y", &[])],
+    );
+    assert!(e.contains("empty"), "{e}");
+    let e = refused(
+        node("Split", &["x", "s"], &["p", "q"], vec![a_i("axis", 1)]),
+        vec![tensor_i64("s", &[2], &[2, 3])],
+        vec![vi("p", &[]), vi("q", &[])],
+    );
+    assert!(e.contains("split sizes [2, 3]"), "{e}");
+    // Sizes whose sum overflows are an error, not a wrap-around.
+    let e = refused(
+        node("Split", &["x", "s"], &["p", "q"], vec![a_i("axis", 1)]),
+        vec![tensor_i64("s", &[2], &[i64::MAX, i64::MAX - 5])],
+        vec![vi("p", &[]), vi("q", &[])],
+    );
+    assert!(e.contains("split sizes"), "{e}");
+}

@@ -63,6 +63,29 @@ pub fn infer_types(op: &Op, ins: &[&TensorType]) -> R {
             }
             Ok(vec![TensorType::new(ins[0].dtype, shape.clone())])
         }
+        Op::Slice { axes, starts, ends } => {
+            let mut shape = ins[0].shape.clone();
+            if axes.len() != starts.len() || axes.len() != ends.len() {
+                return Err("slice axes, starts and ends differ in length".into());
+            }
+            let mut seen = vec![false; shape.len()];
+            for ((&a, &s), &e) in axes.iter().zip(starts).zip(ends) {
+                if a >= shape.len() || std::mem::replace(&mut seen[a], true) {
+                    return Err(format!(
+                        "slice axes {axes:?} are not distinct axes of rank {}",
+                        shape.len()
+                    ));
+                }
+                if s >= e || e > shape[a] {
+                    return Err(format!(
+                        "slice {s}..{e} of axis {a} (size {}) is empty or out of range",
+                        shape[a]
+                    ));
+                }
+                shape[a] = e - s;
+            }
+            Ok(vec![TensorType::new(ins[0].dtype, shape)])
+        }
         Op::Transpose { perm } => {
             let mut seen = vec![false; ins[0].rank()];
             if perm.len() != ins[0].rank()

@@ -52,6 +52,14 @@ pub enum Op {
     Transpose {
         perm: Vec<usize>,
     },
+    /// The elements `starts[k] .. ends[k]` of axis `axes[k]` (step 1, bounds already
+    /// clamped by the importer; every other axis whole). Also ONNX Split, one Slice
+    /// per output.
+    Slice {
+        axes: Vec<usize>,
+        starts: Vec<usize>,
+        ends: Vec<usize>,
+    },
     /// Softmax along one axis (ONNX opset-13 semantics).
     Softmax {
         axis: usize,
@@ -220,6 +228,7 @@ impl Op {
             Op::GlobalPool(PoolKind::Avg) => "global_avg_pool",
             Op::Reshape { .. } => "reshape",
             Op::Transpose { .. } => "transpose",
+            Op::Slice { .. } => "slice",
             Op::Softmax { .. } => "softmax",
             Op::Resize(_) => "resize",
             Op::Pad { .. } => "pad",

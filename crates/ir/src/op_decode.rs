@@ -177,6 +177,11 @@ pub(crate) fn decode(mnemonic: &str, rec: Rec) -> D<Op> {
         "transpose" => Op::Transpose {
             perm: f.usizes("perm")?,
         },
+        "slice" => Op::Slice {
+            axes: f.usizes("axes")?,
+            starts: f.usizes("starts")?,
+            ends: f.usizes("ends")?,
+        },
         "softmax" => Op::Softmax {
             axis: f.usize("axis")?,
         },

@@ -57,6 +57,11 @@ mod tests {
             Op::Transpose {
                 perm: vec![0, 2, 1, 3, 4],
             },
+            Op::Slice {
+                axes: vec![1, 3],
+                starts: vec![2, 0],
+                ends: vec![5, 4],
+            },
             Op::Reshape {
                 shape: vec![1, 2, 3],
             },

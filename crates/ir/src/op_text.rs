@@ -146,6 +146,11 @@ fn attrs(op: &Op) -> Vec<(&'static str, AVal)> {
         Op::Pool(p) => pool_attrs(p),
         Op::Reshape { shape } => vec![("shape", AVal::us(shape))],
         Op::Transpose { perm } => vec![("perm", AVal::us(perm))],
+        Op::Slice { axes, starts, ends } => vec![
+            ("axes", AVal::us(axes)),
+            ("starts", AVal::us(starts)),
+            ("ends", AVal::us(ends)),
+        ],
         Op::Resize(r) => resize_attrs(r),
         Op::Pad { pads, value } => vec![("pads", AVal::us(pads)), ("value", AVal::f(*value))],
         Op::Lrn {

@@ -1,10 +1,12 @@
-//! Every op left that the NNA has no instruction for (Softmax, LRN, Resize, Transpose,
-//! global max pool, ...) is wrapped as an NNA host op: the runtime runs it on the CPU
-//! between NNA segments. Reshape stays as it is: a view that changes no bytes in
-//! NCHW order (the backend decides whether its layout needs a copy).
+//! Every op left that the NNA has no instruction for (Softmax, LRN, linear Resize,
+//! Transpose, global max pool, ...) is wrapped as an NNA host op: the runtime runs it
+//! on the CPU between NNA segments. Reshape stays as it is: a view that changes no
+//! bytes in NCHW order (the backend decides whether its layout needs a copy); so does
+//! a Slice of the channels of a 4-D tensor (ONNX Split / Slice on axis 1): a block of
+//! whole channel planes, a view at an offset (`channel_slice`).
 
 use crate::{PassCtx, PassError};
-use nnac_ir::{Graph, NnaOp, Op};
+use nnac_ir::{Graph, NnaOp, NodeId, Op};
 
 pub fn mark_host(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError> {
     for id in g.node_ids() {
@@ -12,7 +14,8 @@ pub fn mark_host(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError> {
         if matches!(
             op,
             Op::Input | Op::Constant(_) | Op::Reshape { .. } | Op::Nna(_)
-        ) {
+        ) || channel_slice(g, id)
+        {
             continue;
         }
         let inner = op.clone();
@@ -32,4 +35,14 @@ pub fn host_ops(g: &Graph) -> Vec<(String, String)> {
             _ => None,
         })
         .collect()
+}
+
+/// Whether node `id` is a Slice of the channels (axis 1, only) of a 4-D tensor.
+pub fn channel_slice(g: &Graph, id: NodeId) -> bool {
+    match &g.node(id).op {
+        Op::Slice { axes, .. } => {
+            axes.as_slice() == [1] && g.value_type(g.node_inputs(id)[0]).shape.len() == 4
+        }
+        _ => false,
+    }
 }

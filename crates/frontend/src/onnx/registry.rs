@@ -172,6 +172,7 @@ static OPS: &[OpDef] = &[
     op("Size", &[], folding::size),
     op("Slice", &["axes", "ends", "starts"], folding::slice),
     op("Softmax", &["axis"], norm::softmax),
+    op("Split", &["axis", "num_outputs", "split"], folding::split),
     op("Sqrt", &[], ew::sqrt),
     op("Squeeze", &["axes"], shape::squeeze),
     op("Sub", LEGACY_BIN, ew::sub),

@@ -121,6 +121,47 @@ pub fn upsample_nearest<T: Copy>(data: &[T], shape: &[usize], [fh, fw]: [usize; 
     out
 }
 
+/// The block `starts[k] .. ends[k]` of axis `axes[k]` of a row-major tensor of shape
+/// `shape` (every other axis whole; bounds checked by the op's shape rule).
+/// Generic so that the quantized interpreter slices codes with the same function.
+pub fn slice<T: Copy>(
+    data: &[T],
+    shape: &[usize],
+    axes: &[usize],
+    starts: &[usize],
+    ends: &[usize],
+) -> Vec<T> {
+    let mut range: Vec<(usize, usize)> = shape.iter().map(|&d| (0, d)).collect();
+    for ((&a, &s), &e) in axes.iter().zip(starts).zip(ends) {
+        range[a] = (s, e);
+    }
+    // Copy runs of the innermost axis; walk the outer indices like an odometer.
+    let rank = shape.len();
+    let strides: Vec<usize> = (0..rank).map(|i| shape[i + 1..].iter().product()).collect();
+    let mut out = Vec::new();
+    if rank == 0 || range.iter().any(|&(s, e)| s >= e) {
+        return out;
+    }
+    let mut idx: Vec<usize> = range.iter().map(|&(s, _)| s).collect();
+    let (s_in, e_in) = range[rank - 1];
+    loop {
+        let base: usize = (0..rank - 1).map(|i| idx[i] * strides[i]).sum();
+        out.extend_from_slice(&data[base + s_in..base + e_in]);
+        let mut k = rank - 1;
+        loop {
+            if k == 0 {
+                return out;
+            }
+            k -= 1;
+            idx[k] += 1;
+            if idx[k] < range[k].1 {
+                break;
+            }
+            idx[k] = range[k].0;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,5 +254,19 @@ mod tests {
         assert_eq!(y.len(), 24);
         let z = upsample_nearest(&x, &[1, 2, 2, 3], [1, 2]);
         assert_eq!(&z[..12], &[0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]);
+    }
+
+    #[test]
+    fn slice_takes_blocks_of_any_axes() {
+        // [2, 3, 4]: channels 1..3 of batch 1, columns 1..3.
+        let x: Vec<i32> = (0..24).collect();
+        let y = slice(&x, &[2, 3, 4], &[0, 1, 2], &[1, 1, 1], &[2, 3, 3]);
+        assert_eq!(y, [17, 18, 21, 22]);
+        // One axis, the rest whole.
+        assert_eq!(
+            slice(&x, &[2, 3, 4], &[1], &[2], &[3]),
+            [8, 9, 10, 11, 20, 21, 22, 23]
+        );
+        assert_eq!(slice(&x, &[24], &[0], &[5], &[7]), [5, 6]);
     }
 }

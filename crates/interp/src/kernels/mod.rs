@@ -11,7 +11,7 @@ mod elementwise;
 pub mod gemm;
 mod geom;
 mod layout;
-pub use layout::{channel_shuffle, upsample_nearest};
+pub use layout::{channel_shuffle, slice, upsample_nearest};
 mod linear;
 mod nna;
 mod norm;
@@ -112,6 +112,9 @@ pub fn eval(
         Op::GlobalPool(kind) => Ok(pool::global_pool(*kind, xv())),
         Op::Reshape { .. } | Op::Identity => Ok(x.into_vec()),
         Op::Transpose { perm } => Ok(layout::transpose(xv(), perm)),
+        Op::Slice { axes, starts, ends } => {
+            Ok(layout::slice(x.as_slice(), x_shape, axes, starts, ends))
+        }
         Op::Softmax { axis } => {
             let mut buf = x.into_vec();
             norm::softmax(&mut buf, x_shape, *axis);

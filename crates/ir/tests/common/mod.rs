@@ -135,6 +135,16 @@ pub fn all_ops_graph() -> Graph {
         Op::Transpose { perm: vec![1, 0] },
         &[sm],
     );
+    let sl = add(
+        &mut g,
+        "slice",
+        Op::Slice {
+            axes: vec![0],
+            starts: vec![1],
+            ends: vec![4],
+        },
+        &[tr],
+    );
     let dw = f32c(&mut g, "deconv.w", &[8, 2, 2, 2], 8);
     let dc = ConvTransposeAttrs {
         kernel: vec![2, 2],
@@ -207,6 +217,7 @@ pub fn all_ops_graph() -> Graph {
     );
     let id = add(&mut g, "é identity", Op::Identity, &[pw]);
     g.add_output("probs", tr);
+    g.add_output("probs_part", sl);
     g.add_output("image", id);
     g.add_output("pooled:max", mp);
     g
@@ -470,6 +481,7 @@ pub fn op_family(op: &Op) -> &'static str {
         | Op::GlobalPool(_)
         | Op::Reshape { .. }
         | Op::Transpose { .. }
+        | Op::Slice { .. }
         | Op::Softmax { .. }
         | Op::Resize(_)
         | Op::Pad { .. }
@@ -519,6 +531,7 @@ pub const ALL_MNEMONICS: &[&str] = &[
     "global_avg_pool",
     "reshape",
     "transpose",
+    "slice",
     "softmax",
     "resize",
     "pad",

@@ -256,6 +256,13 @@ pub(crate) fn eval_node(
             }
         }
         Op::Reshape { .. } => QVal::Codes(arg(0)?.to_vec()),
+        Op::Slice { axes, starts, ends } => QVal::Codes(nnac_interp::kernels::slice(
+            arg(0)?,
+            &g.value_type(ins[0]).shape,
+            axes,
+            starts,
+            ends,
+        )),
         Op::Nna(NnaOp::Dot(d)) => QVal::Codes(dot::finish(
             g,
             id,

@@ -132,6 +132,7 @@ fn share_groups(g: &Graph, values: &[NodeId]) -> BTreeMap<NodeId, NodeId> {
             g.node(n).op,
             Op::Nna(NnaOp::Concat { .. } | NnaOp::ChannelShuffle { .. } | NnaOp::Upsample { .. })
                 | Op::Reshape { .. }
+                | Op::Slice { .. }
         ) {
             for v in g.node_inputs(n) {
                 if parent.contains_key(&v.node) {
@@ -170,7 +171,9 @@ pub fn input_code_max(g: &Graph, v: Value) -> i64 {
             Some(Requant::Int { lo, hi, .. } | Requant::Float { lo, hi, .. }) => (*lo, *hi),
             None => (lo, hi),
         },
-        Op::Reshape { .. } => return input_code_max(g, g.node_inputs(v.node)[0]),
+        Op::Reshape { .. } | Op::Slice { .. } => {
+            return input_code_max(g, g.node_inputs(v.node)[0])
+        }
         _ => (lo, hi),
     };
     i64::from(lo.abs().max(hi.abs()))

@@ -2,13 +2,15 @@
 //! Reshape (Shape, Size, Gather, Slice, Cast, Range, Equal/Less/Greater, Where,
 //! Expand). Shape and Size read the static shape of any value; the others need
 //! constant inputs and fold (Cast of a float value to a float type is an alias).
+//! Slice and Split of a runtime tensor (with constant bounds, step 1) become IR
+//! `Slice` ops (one per Split output).
 
 use super::{folded, norm_axis};
 use crate::onnx::ctx::{invalid, unsupported, Ctx, NResult, NodeCx, NodeError, Out};
 use crate::onnx::dtype::{self, BOOL, INT16, INT32, INT64, INT8, UINT16, UINT32, UINT64, UINT8};
 use crate::onnx::fold::{self, i64_tensor, i64s, Bin, SliceAxis};
 use crate::onnx::limits::dims_to_shape;
-use nnac_ir::{DType, Tensor, TensorData};
+use nnac_ir::{DType, Op, Tensor, TensorData, Value};
 
 fn runtime(cx: &NodeCx) -> NodeError {
     unsupported(format!(
@@ -48,8 +50,7 @@ pub fn gather(ctx: &mut Ctx, cx: &NodeCx) -> NResult<Vec<Out>> {
 }
 
 pub fn slice(ctx: &mut Ctx, cx: &NodeCx) -> NResult<Vec<Out>> {
-    let data = need(ctx, cx, 0, "data")?;
-    let rank = data.shape.len();
+    let rank = ctx.shape(cx, 0)?.len();
     let (starts, ends, axes, steps) = if cx.opset < 10 {
         let get = |n: &str| cx.attrs.ints(n).map(|v| v.map(<[i64]>::to_vec));
         let starts = get("starts")?.ok_or_else(|| invalid("attribute 'starts' is required"))?;
@@ -81,7 +82,122 @@ pub fn slice(ctx: &mut Ctx, cx: &NodeCx) -> NResult<Vec<Out>> {
             step: steps[k],
         })
         .collect();
-    folded(fold::slice(ctx, data, &spec)?)
+    match ctx.konst(cx, 0) {
+        Some(data) => folded(fold::slice(ctx, data, &spec)?),
+        None => runtime_slice(ctx, cx, "", &spec).map(|v| vec![Out::Value(v)]),
+    }
+}
+
+/// An IR `Slice` of runtime input 0 by `spec` (ONNX bounds: negative from the end,
+/// clamped to the axis); step 1 only, and the result must not be empty.
+fn runtime_slice(ctx: &mut Ctx, cx: &NodeCx, suffix: &str, spec: &[SliceAxis]) -> NResult<Value> {
+    let shape = ctx.shape(cx, 0)?;
+    let (mut axes, mut starts, mut ends) = (Vec::new(), Vec::new(), Vec::new());
+    for s in spec {
+        if s.step != 1 {
+            return Err(unsupported(format!(
+                "{} of a runtime tensor with step {} (only step 1)",
+                cx.op_type(),
+                s.step
+            )));
+        }
+        if axes.contains(&s.axis) {
+            return Err(invalid(format!("axis {} sliced twice", s.axis)));
+        }
+        let dim = shape[s.axis] as i128;
+        let bound = |v: i64| {
+            let v = i128::from(v);
+            (if v < 0 { v + dim } else { v }).clamp(0, dim) as usize
+        };
+        let (start, end) = (bound(s.start), bound(s.end));
+        if start >= end {
+            return Err(unsupported(format!(
+                "{} of axis {} to {}..{}: an empty tensor",
+                cx.op_type(),
+                s.axis,
+                s.start,
+                s.end
+            )));
+        }
+        if (start, end) == (0, shape[s.axis]) {
+            continue;
+        }
+        axes.push(s.axis);
+        starts.push(start);
+        ends.push(end);
+    }
+    let x = ctx.value(cx, 0)?;
+    if axes.is_empty() {
+        return ctx.add(cx, suffix, Op::Identity, &[x]);
+    }
+    ctx.add(cx, suffix, Op::Slice { axes, starts, ends }, &[x])
+}
+
+/// ONNX Split: consecutive parts of one axis, by the `split` sizes (attribute before
+/// opset 13, input since), else `num_outputs` (opset 18: parts of `ceil(dim / n)`,
+/// the last smaller), else as many equal parts as outputs. One IR `Slice` per output
+/// (folded on a constant).
+pub fn split(ctx: &mut Ctx, cx: &NodeCx) -> NResult<Vec<Out>> {
+    let shape = ctx.shape(cx, 0)?.to_vec();
+    let axis = super::norm_axis(cx.attrs.int_or("axis", 0)?, shape.len())?;
+    let dim = shape[axis];
+    let outputs = cx.proto.output.len();
+    let sizes: Vec<i64> = if cx.opset < 13 {
+        match cx.attrs.ints("split")? {
+            Some(v) => v.to_vec(),
+            None => equal_parts(dim, outputs)?,
+        }
+    } else if cx.has_input(1) {
+        i64s(need(ctx, cx, 1, "split")?, "split")?
+    } else if let Some(n) = cx.attrs.int("num_outputs")? {
+        let n = usize::try_from(n)
+            .ok()
+            .filter(|&n| n > 0 && n == outputs)
+            .ok_or_else(|| invalid(format!("num_outputs {n} for {outputs} outputs")))?;
+        let part = dim.div_ceil(n);
+        (0..n)
+            .map(|k| (dim.min((k + 1) * part) - dim.min(k * part)) as i64)
+            .collect()
+    } else {
+        equal_parts(dim, outputs)?
+    };
+    if sizes.contains(&0) {
+        return Err(unsupported(format!(
+            "split sizes {sizes:?}: zero-size outputs (IR tensors have no zero-size dimensions)"
+        )));
+    }
+    let total = sizes.iter().try_fold(0i64, |t, &s| t.checked_add(s));
+    if sizes.len() != outputs || sizes.iter().any(|&s| s < 0) || total != Some(dim as i64) {
+        return Err(invalid(format!(
+            "split sizes {sizes:?} of axis {axis} (size {dim}) into {outputs} outputs"
+        )));
+    }
+    let mut start = 0i64;
+    let mut outs = Vec::with_capacity(outputs);
+    for (k, &n) in sizes.iter().enumerate() {
+        let spec = [SliceAxis {
+            axis,
+            start,
+            end: start + n,
+            step: 1,
+        }];
+        start += n;
+        outs.push(match ctx.konst(cx, 0) {
+            Some(data) => Out::Const(fold::slice(ctx, data, &spec)?),
+            None => Out::Value(runtime_slice(ctx, cx, &k.to_string(), &spec)?),
+        });
+    }
+    Ok(outs)
+}
+
+/// `n` equal parts of `dim`.
+fn equal_parts(dim: usize, n: usize) -> NResult<Vec<i64>> {
+    if n == 0 || !dim.is_multiple_of(n) {
+        return Err(invalid(format!(
+            "{dim} elements do not split into {n} equal parts"
+        )));
+    }
+    Ok(vec![(dim / n) as i64; n])
 }
 
 /// Casts constant data: floats to f32, integers and bools to the IR integer type
