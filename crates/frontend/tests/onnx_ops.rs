@@ -1262,3 +1262,65 @@ fn slice_and_split_of_runtime_tensors_are_slice_ops() {
     );
     assert!(e.contains("split sizes"), "{e}");
 }
+
+#[test]
+fn reduce_mean_and_max_over_the_spatial_axes_are_global_pools() {
+    let x = || vec![vi("x", &[1, 6, 4, 5])];
+    let reduce = |opset, op: &str, ins: &[&str], attrs, inits| {
+        import(&model(
+            opset,
+            vec![node(op, ins, &["y"], attrs)],
+            x(),
+            vec![vi("y", &[])],
+            inits,
+        ))
+    };
+    let g = reduce(
+        13,
+        "ReduceMean",
+        &["x"],
+        vec![a_is("axes", &[2, 3])],
+        vec![],
+    )
+    .unwrap();
+    assert_eq!(only_op(&g), Op::GlobalPool(PoolKind::Avg));
+    assert_eq!(output_shape(&g, 0), [1, 6, 1, 1]);
+    // Negative axes, keepdims = 0 (a reshape to [N, C] follows), axes as an input
+    // (opset 18), ReduceMax.
+    let g = reduce(
+        13,
+        "ReduceMax",
+        &["x"],
+        vec![a_is("axes", &[-1, -2]), a_i("keepdims", 0)],
+        vec![],
+    )
+    .unwrap();
+    assert_eq!(
+        ops(&g),
+        [
+            Op::GlobalPool(PoolKind::Max),
+            Op::Reshape { shape: vec![1, 6] }
+        ]
+    );
+    let g = reduce(
+        18,
+        "ReduceMean",
+        &["x", "a"],
+        vec![],
+        vec![tensor_i64("a", &[2], &[3, 2])],
+    )
+    .unwrap();
+    assert_eq!(only_op(&g), Op::GlobalPool(PoolKind::Avg));
+    // Other axes (or all of them, the default) are reported unsupported, named.
+    for (attrs, why) in [
+        (vec![a_is("axes", &[1])], "axes [1]"),
+        (vec![], "axes [0, 1, 2, 3]"),
+        (vec![a_is("axes", &[0, 2, 3])], "axes [0, 2, 3]"),
+    ] {
+        let e = reduce(13, "ReduceMean", &["x"], attrs, vec![]).expect_err("refused");
+        assert!(
+            matches!(e, nnac_frontend::ImportError::Unsupported(_)) && e.to_string().contains(why),
+            "{e}"
+        );
+    }
+}

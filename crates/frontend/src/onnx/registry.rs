@@ -164,6 +164,16 @@ static OPS: &[OpDef] = &[
     op("Pow", &[], ew::pow),
     op("Range", &[], folding::range),
     op("Reciprocal", &[], ew::reciprocal),
+    op(
+        "ReduceMax",
+        &["axes", "keepdims", "noop_with_empty_axes"],
+        pool::reduce_max,
+    ),
+    op(
+        "ReduceMean",
+        &["axes", "keepdims", "noop_with_empty_axes"],
+        pool::reduce_mean,
+    ),
     op("Relu", &[], ew::relu),
     op("Reshape", &["allowzero", "shape"], shape::reshape),
     checked("Resize", RESIZE, resize::check_resize, resize::resize),
