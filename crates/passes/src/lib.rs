@@ -23,6 +23,7 @@ mod util;
 pub mod fold_batchnorm;
 pub mod fold_constants;
 pub mod fold_hardswish;
+pub mod fold_pad;
 pub mod fold_scale_bias;
 pub mod fold_silu;
 pub mod fuse_dot;

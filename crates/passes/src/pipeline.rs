@@ -13,7 +13,7 @@ use crate::float_eval::Frame;
 use crate::float_ref::FloatRef;
 use crate::report::{self, HostOpEntry, Report};
 use crate::{
-    fold_batchnorm, fold_constants, fold_hardswish, fold_scale_bias, fold_silu, fuse_dot,
+    fold_batchnorm, fold_constants, fold_hardswish, fold_pad, fold_scale_bias, fold_silu, fuse_dot,
     fuse_eltwise, fuse_shuffle, lower_concat, lower_pools, lower_resize, lower_scale, mark_host,
     normalize_gemm, quant, remove_identity, sink_pool, PassError, PassOptions,
 };
@@ -31,7 +31,7 @@ pub struct Pass {
 }
 
 /// Folding on the float graph; the result is the graph calibration runs on.
-pub const FLOAT_PASSES: [Pass; 9] = [
+pub const FLOAT_PASSES: [Pass; 10] = [
     Pass {
         name: "remove_identity",
         run: remove_identity::remove_identity,
@@ -51,6 +51,10 @@ pub const FLOAT_PASSES: [Pass; 9] = [
     Pass {
         name: "fold_silu",
         run: fold_silu::fold_silu,
+    },
+    Pass {
+        name: "fold_pad",
+        run: fold_pad::fold_pad,
     },
     Pass {
         name: "fold_batchnorm",

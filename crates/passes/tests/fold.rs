@@ -222,3 +222,41 @@ fn hard_swish_patterns_become_one_activation() {
     let frames: Vec<_> = (0..2).map(|_| frame(&mut rng, &[1, 3, 5, 5])).collect();
     assert_equivalent(&g, &f, &frames, 1e-5);
 }
+
+#[test]
+fn zero_pads_of_h_and_w_fold_into_the_convolutions_that_read_them() {
+    // Pad [top 1, left 0, bottom 1, right 2] read by two stride-2 convs (valid): the
+    // pad disappears into both. A pad by 1.0, or read by a pool too, stays.
+    let mut rng = Rng(9);
+    let shape = [1, 3, 9, 9];
+    let mut g = Graph::new("pad");
+    let x = input(&mut g, &shape);
+    let pad = |value: f32| Op::Pad {
+        pads: vec![0, 0, 1, 0, 0, 0, 1, 2],
+        value,
+    };
+    let p = node(&mut g, "pad", pad(0.0), &[x]);
+    let a = conv(&mut g, &mut rng, "a", p, 4, 3, 2, 1);
+    let b = conv(&mut g, &mut rng, "b", p, 4, 1, 2, 1);
+    let ones = node(&mut g, "pad_ones", pad(1.0), &[x]);
+    let c = conv(&mut g, &mut rng, "c", ones, 4, 3, 2, 1);
+    let zeros = node(&mut g, "pad_pooled", pad(0.0), &[x]);
+    let d = conv(&mut g, &mut rng, "d", zeros, 4, 3, 2, 1);
+    let e = pool(&mut g, "e", PoolKind::Max, 3, 2, 0, zeros);
+    for (i, v) in [a, b, c, d, e].into_iter().enumerate() {
+        g.add_output(format!("y{i}"), v);
+    }
+    // The builder pads convs by k / 2 on every side: 1 for a (3x3), 0 for b (1x1).
+    let pads_of = |g: &Graph, name: &str| match &g.node(g.find(name).unwrap()).op {
+        Op::Conv(a) => a.pads.clone(),
+        other => panic!("{name} is {other:?}"),
+    };
+    let f = fold(&g);
+    assert!(f.find("pad").is_none());
+    assert_eq!(pads_of(&f, "a"), [2, 1, 2, 3]);
+    assert_eq!(pads_of(&f, "b"), [1, 0, 1, 2]);
+    assert!(f.find("pad_ones").is_some() && f.find("pad_pooled").is_some());
+    assert_eq!(pads_of(&f, "c"), [1, 1, 1, 1]);
+    let frames: Vec<_> = (0..2).map(|_| frame(&mut rng, &shape)).collect();
+    assert_equivalent(&g, &f, &frames, 1e-5);
+}
