@@ -38,7 +38,7 @@ pub fn host_ops(g: &Graph) -> Vec<(String, String)> {
 }
 
 /// Whether node `id` is a Slice of the channels (axis 1, only) of a 4-D tensor.
-pub fn channel_slice(g: &Graph, id: NodeId) -> bool {
+fn channel_slice(g: &Graph, id: NodeId) -> bool {
     match &g.node(id).op {
         Op::Slice { axes, .. } => {
             axes.as_slice() == [1] && g.value_type(g.node_inputs(id)[0]).shape.len() == 4
