@@ -222,7 +222,8 @@ impl<'g> Walk<'g> {
     }
 
     /// Finds the concatenation inputs whose producers can write into the
-    /// concatenation in place (NNA compute ops used only by it, same quantization).
+    /// concatenation in place (NNA compute ops and upsamplings used only by it, same
+    /// quantization).
     fn plan_concats(&mut self) {
         for id in self.g.node_ids() {
             let Op::Nna(NnaOp::Concat { axis: 1 }) = self.g.node(id).op else {
@@ -236,7 +237,12 @@ impl<'g> Walk<'g> {
                 let spilled = &self.out.sp.plan.spilled;
                 let ok = matches!(
                     prod,
-                    Op::Nna(NnaOp::Dot(_) | NnaOp::Scale(_) | NnaOp::Eltwise(_))
+                    Op::Nna(
+                        NnaOp::Dot(_)
+                            | NnaOp::Scale(_)
+                            | NnaOp::Eltwise(_)
+                            | NnaOp::Upsample { .. }
+                    )
                 ) && !spilled.contains(&id)
                     && !spilled.contains(&v.node)
                     && self.g.users(v).len() == 1

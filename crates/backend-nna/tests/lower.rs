@@ -924,3 +924,36 @@ fn a_channel_slice_of_a_spilled_activation_reads_it_back_whole() {
     }
     assert!(spilled > 0, "no SRAM size spilled the sliced activation");
 }
+
+#[test]
+fn an_upsampling_read_only_by_a_concatenation_writes_into_it() {
+    // up (x2) and a lateral conv, each read only by the concatenation: both write
+    // their slots in place, so the concatenation copies nothing.
+    let shape = [1, 3, 12, 16];
+    let mut rng = Rng(71);
+    let mut g = Graph::new("up_cat");
+    let x = input(&mut g, &shape);
+    let down = conv_strided(&mut g, &mut rng, "down", x, 8, [2, 2]);
+    let resize = nnac_ir::ResizeAttrs {
+        mode: nnac_ir::ResizeMode::Nearest(nnac_ir::NearestMode::Floor),
+        coord: nnac_ir::CoordTransform::Asymmetric,
+        sizes: vec![1, 8, 12, 16],
+        scales: vec![1.0, 1.0, 2.0, 2.0],
+    };
+    let up = node(&mut g, "up", Op::Resize(resize), &[down]);
+    let lat = conv(&mut g, &mut rng, "lat", x, 8, 1, 1, 1);
+    let cat = node(&mut g, "cat", Op::Concat { axis: 1 }, &[up, lat]);
+    let y = conv(&mut g, &mut rng, "head", cat, 4, 3, 1, 1);
+    g.add_output("y", y);
+    let q = quantize_graph(g, &shape);
+    let hw = HwConfig::fsd();
+    let (p, rep) = lower_ok(&q, &hw);
+    assert_well_formed(&q, &hw, &p);
+    assert!(rep.layers.iter().any(|l| l.name == "up"));
+    assert!(
+        rep.layers.iter().all(|l| l.name != "cat"),
+        "{:?}",
+        rep.layers
+    );
+    assert_eq!(assert_bit_exact(&q, &p, 73, &shape), 4 * 12 * 16);
+}
