@@ -8,7 +8,8 @@
 //! Integer path (`Requant::Int`): one FUSED_RELU, `C0` = multiplier, `C1` = shift.
 //!
 //! Float path (`Requant::Float`):
-//! `I2F; FMUL C0; <activation>; FMUL 1/out_scale; F2I; IADD zp; IMAX lo; IMIN hi`,
+//! `I2F; FMUL C0; <activation>; FMUL 1/out_scale; F2I; FUSED_RELU 1 >> 0, zp, lo..hi`
+//! (the last adds the zero point exactly and clamps: one instruction, not three),
 //! `C0` = the channel's input scale (fp32 bits), `C1` = its PReLU slope (fp32 bits,
 //! 0 unless PReLU). The activation sequences are those of nnac-passes `simd_float.rs`
 //! (r0 in place, r1..r4 scratch).
@@ -72,9 +73,16 @@ pub fn epilogue(e: &Epilogue, channels: usize) -> Result<SimdEpilogue, String> {
             program.extend([
                 alu(SimdInstr::Fmul, 0, 0, Operand::F(*inv_out_scale)),
                 alu(SimdInstr::F2i, 0, 0, Operand::None),
-                alu(SimdInstr::Iadd, 0, 0, Operand::I(*zero_point)),
-                alu(SimdInstr::Imax, 0, 0, Operand::I(*lo)),
-                alu(SimdInstr::Imin, 0, 0, Operand::I(*hi)),
+                SimdInstr::FusedRelu(FusedRelu {
+                    dst: 0,
+                    src: 0,
+                    per_channel: false,
+                    shift: 0,
+                    act_min: i16_of(*lo, "lo")?,
+                    act_max: i16_of(*hi, "hi")?,
+                    zero_point: i16_of(*zero_point, "zero point")?,
+                    multiplier: 1,
+                }),
             ]);
             let entries = (0..channels)
                 .map(|c| {
@@ -121,9 +129,6 @@ fn int_path(
     channels: usize,
 ) -> Result<SimdEpilogue, String> {
     count(mult.len(), channels, "multipliers")?;
-    let i16_of = |v: i32, what: &str| {
-        i16::try_from(v).map_err(|_| format!("requant {what} {v} out of int16"))
-    };
     let fr = FusedRelu {
         dst: 0,
         src: 0,
@@ -144,6 +149,11 @@ fn int_path(
     })
 }
 
+/// A requantization field of FUSED_RELU (16 bits).
+fn i16_of(v: i32, what: &str) -> Result<i16, String> {
+    i16::try_from(v).map_err(|_| format!("requant {what} {v} out of int16"))
+}
+
 fn count(n: usize, channels: usize, what: &str) -> Result<(), String> {
     if n == channels {
         Ok(())
@@ -161,7 +171,6 @@ enum Operand {
     None,
     Reg(u8),
     Chan(u32),
-    I(i32),
     F(f32),
 }
 
@@ -175,7 +184,6 @@ fn alu(make: fn(Alu) -> SimdInstr, dst: u8, a: u8, b: Operand) -> SimdInstr {
         Operand::None => x.bsrc = BSrc::Imm,
         Operand::Reg(r) => (x.bsrc, x.b) = (BSrc::Reg, r),
         Operand::Chan(c) => (x.bsrc, x.chan) = (BSrc::Chan, c),
-        Operand::I(v) => (x.bsrc, x.imm) = (BSrc::Imm, v),
         Operand::F(v) => (x.bsrc, x.imm) = (BSrc::Imm, f32_bits(v)),
     }
     make(x)

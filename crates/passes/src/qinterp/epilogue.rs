@@ -32,8 +32,9 @@ pub fn apply(rq: &Requant, act: Option<&FusedAct>, v: i32, c: usize) -> i32 {
                 }
                 None => x,
             };
-            let y = f2i(canon(a * inv_out_scale));
-            y.wrapping_add(*zero_point).clamp(*lo, *hi)
+            // FUSED_RELU by 1 >> 0: the zero point added exactly, then the clamp.
+            let y = i64::from(f2i(canon(a * inv_out_scale))) + i64::from(*zero_point);
+            y.clamp(i64::from(*lo), i64::from(*hi)) as i32
         }
     }
 }
