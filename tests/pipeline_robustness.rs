@@ -4,8 +4,10 @@
 //! error; none may panic. Two campaigns: the bundled tiny CNN (models/tiny_cnn.onnx)
 //! with attribute values out of range or NaN, ops swapped for others, inputs dropped
 //! or rewired into cycles, initializers with the wrong shape or NaN, input shapes of 0
-//! or 100,000 and integer input types; and a small Caffe network (`caffe_net/`) with
-//! edits of its prototxt. A third campaign edits the tiny CNN's compiled program
+//! or 100,000 and integer input types; a small Caffe network (`caffe_net/`) with
+//! edits of its prototxt; the same ONNX mutations of the bundled gated CNN
+//! (models/gated_cnn.onnx: SiLU, Split, ReduceMean, broadcast Mul, nearest Resize). A
+//! further campaign edits the tiny CNN's compiled program
 //! (fields, flags, order) and runs it through the hazard checker, the listings, the
 //! timing model and the simulator. (The importers' byte-level corruption tests live in
 //! crates/frontend/tests/*_robustness.rs; these mutations decode cleanly, so they
@@ -411,11 +413,12 @@ fn campaign(
     assert!(panics.is_empty(), "{what}: panics:\n{}", panics.join("\n"));
 }
 
-#[test]
-fn mutated_onnx_models_are_refused_or_compiled_never_a_panic() {
+/// The ONNX campaign on the bundled model `models/{file}`: 1 to 3 mutations per case.
+fn onnx_campaign(what: &str, file: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let base = std::fs::read(root.join("models/tiny_cnn.onnx")).expect("models/tiny_cnn.onnx");
-    let base = ModelProto::decode(base.as_slice()).expect("the tiny CNN decodes");
+    let path = root.join("models").join(file);
+    let base = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let base = ModelProto::decode(base.as_slice()).expect("the bundled model decodes");
     let case = |r: &mut Rng| {
         let mut m = base.clone();
         for _ in 0..1 + r.below(3) {
@@ -423,7 +426,19 @@ fn mutated_onnx_models_are_refused_or_compiled_never_a_panic() {
         }
         onnx_case(&m.encode_to_vec())
     };
-    campaign("ONNX", || onnx_case(&base.encode_to_vec()), case, 5, 10);
+    campaign(what, || onnx_case(&base.encode_to_vec()), case, 5, 10);
+}
+
+#[test]
+fn mutated_onnx_models_are_refused_or_compiled_never_a_panic() {
+    onnx_campaign("ONNX", "tiny_cnn.onnx");
+}
+
+#[test]
+fn mutated_gated_models_are_refused_or_compiled_never_a_panic() {
+    // The bundled gated CNN: SiLU, Split, ReduceMean, broadcast Mul, nearest Resize,
+    // Max (models/make_gated_cnn.py), mutated the same ways.
+    onnx_campaign("ONNX gated", "gated_cnn.onnx");
 }
 
 #[test]

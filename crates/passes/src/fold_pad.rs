@@ -8,7 +8,7 @@
 //! the fold is exact there too.
 
 use crate::{PassCtx, PassError};
-use nnac_ir::{Graph, Op, Value};
+use nnac_ir::{Graph, NodeId, Op, Value};
 
 pub fn fold_pad(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError> {
     for id in g.node_ids() {
@@ -30,11 +30,26 @@ pub fn fold_pad(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError> {
         if !convs || g.value_type(x).shape.len() != 4 {
             continue;
         }
-        for &(u, _) in &users {
+        // The readers' new pads (none if a sum overflows: the pad then stays).
+        let grown: Option<Vec<(NodeId, Vec<usize>)>> = users
+            .iter()
+            .map(|&(u, _)| match &g.node(u).op {
+                Op::Conv(a) => a
+                    .pads
+                    .iter()
+                    .zip([t, l, b, r])
+                    .map(|(p, extra)| p.checked_add(extra))
+                    .collect::<Option<Vec<usize>>>()
+                    .map(|pads| (u, pads)),
+                _ => None,
+            })
+            .collect();
+        let Some(grown) = grown else {
+            continue;
+        };
+        for (u, pads) in grown {
             if let Op::Conv(a) = &mut g.node_mut(u).op {
-                for (p, extra) in a.pads.iter_mut().zip([t, l, b, r]) {
-                    *p += extra;
-                }
+                a.pads = pads;
             }
         }
         let name = g.node(id).name.clone();

@@ -143,6 +143,16 @@ pub fn accumulators(
     let x = narrow(x, "input")?;
     let zp = narrow(&[zp], "input zero point")?[0];
     let (x, w) = (x.as_slice(), w.as_slice());
+    if !matches!(d.kind, DotKind::Inner) && xt.shape.first() != Some(&1) {
+        return Err(PassError::node(
+            "qinterp",
+            &node.name,
+            format!(
+                "input of shape {:?}: the NNA computes one frame at a time (batch 1)",
+                xt.shape
+            ),
+        ));
+    }
     let (values, channels, spatial) = match &d.kind {
         DotKind::Conv(a) => {
             let (acc, oh, ow) = conv_acc(a, x, &xt.shape, w, ws, bias, zp);

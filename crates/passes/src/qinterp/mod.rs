@@ -214,13 +214,24 @@ fn codes_of<'a>(
     vals: &'a BTreeMap<NodeId, QVal>,
     i: usize,
 ) -> Result<&'a [i32], PassError> {
-    vals[&ins[i].node].codes().ok_or_else(|| {
+    let codes = vals[&ins[i].node].codes().ok_or_else(|| {
         PassError::node(
             "qinterp",
             &g.node(id).name,
             format!("input {i} is not quantized"),
         )
-    })
+    })?;
+    // Every kernel indexes by the declared shape: a value of another length (a
+    // producer that computed another batch) is an error here, not a panic there.
+    let shape = &g.value_type(ins[i]).shape;
+    if shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)) != Some(codes.len()) {
+        return Err(PassError::node(
+            "qinterp",
+            &g.node(id).name,
+            format!("input {i} holds {} codes for shape {shape:?}", codes.len()),
+        ));
+    }
+    Ok(codes)
 }
 
 pub(crate) fn eval_node(
