@@ -20,7 +20,7 @@
 //! 8-bit `kernel_h`) are regrouped as `k1` rows of `k2` (`H*W = k1*k2`): rows
 //! `k2*PP` bytes apart, a `k1 x k2` kernel whose columns are `dil_w = PP` bytes
 //! apart (so `PP <= 255`), `in_w = (k2-1)*PP + C`: output pixel `c` still reads
-//! `x[(r*k2 + j)*PP + c]` over every tap (PP-OCR's classifier: a 12 x 48 map).
+//! `x[(r*k2 + j)*PP + c]` over every tap (PP-OCR's classifier: 3 x 96 and 12 x 96 maps).
 //! The integer arithmetic is term for term the depthwise one, so results are
 //! bit-exact with the quantized reference interpreter.
 
