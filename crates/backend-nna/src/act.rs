@@ -123,6 +123,13 @@ impl Act {
         self.h * self.w
     }
 
+    /// Whether this tensor (ELTWISE's B) is one value per channel broadcast over the
+    /// pixels of `full`: it is read with row and pixel pitch 0, and whole by every
+    /// band of a banded layer.
+    pub fn broadcast_over(&self, full: &Act) -> bool {
+        self.pixels() == 1 && full.pixels() > 1
+    }
+
     /// The DMA (addresses relative to the tensors) moving rows `y0..y0+rows` of every
     /// channel between a DRAM tensor of this layout and an SRAM buffer holding just
     /// those rows with channel pitch `sram_chan_pitch`: one DMA row per channel, or a

@@ -424,7 +424,7 @@ impl<'g> Walk<'g> {
         let out = self.px_output(id)?;
         let oa = out.act().clone();
         // b broadcast over a's pixels (one value per channel): row and pixel pitch 0.
-        let (b_row_pitch, b_pix_pitch) = if ba.pixels() == 1 && aa.pixels() > 1 {
+        let (b_row_pitch, b_pix_pitch) = if ba.broadcast_over(&aa) {
             (0, 0)
         } else {
             (ba.row_pitch, ba.pix_pitch)

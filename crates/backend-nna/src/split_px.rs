@@ -79,7 +79,7 @@ impl Walk<'_> {
     ) -> Result<(), String> {
         let name = self.g.node(id).name.clone();
         let o = out.act().clone();
-        let broadcast = |a: &crate::act::Act| a.pixels() == 1 && o.pixels() > 1;
+        let broadcast = |a: &crate::act::Act| a.broadcast_over(&o);
         let streamed = |s: &Src| matches!(s, Src::Dram(_)) && !broadcast(s.act());
         let row_stream: u64 = inputs
             .iter()

@@ -89,14 +89,12 @@ pub fn eltwise(
         EltwiseKind::Max => EltOp::Max,
     };
     // b has a's shape, or one value per channel plane (broadcast over the pixels).
-    let inner = at.shape[2..].iter().product::<usize>().max(1);
-    let b_of = |i: usize| {
-        if b.len() == a.len() {
-            b[i]
-        } else {
-            b[i / inner]
-        }
+    let per_b = if b.len() == a.len() {
+        1
+    } else {
+        at.shape[2..].iter().product::<usize>().max(1)
     };
+    let b_of = |i: usize| b[i / per_b];
     let (codes, wrapped) = map_planes(&at.shape, a, |c, i| {
         let ra = eltwise_rescale(a[i], za, m.a.mult, u32::from(m.a.shift));
         let rb = eltwise_rescale(b_of(i), zb, m.b.mult, u32::from(m.b.shift));
