@@ -127,10 +127,20 @@ fn inspect_with_calibration_shows_the_quantization_table() {
     let s = ok(&on_model("inspect", &["--calib", calib.to_str().unwrap()]));
     assert!(s.contains("// graph "), "{s}");
     assert!(
-        s.contains("2 calibration frame(s), method percentile"),
+        s.contains("2 calibration frame(s), method percentile, weights nearest"),
         "{s}"
     );
     assert!(s.contains("SQNR dB") && s.contains("acc bound"), "{s}");
+    let g = ok(&on_model(
+        "inspect",
+        &[
+            "--calib",
+            calib.to_str().unwrap(),
+            "--weight-rounding",
+            "gptq",
+        ],
+    ));
+    assert!(g.contains("method percentile, weights gptq"), "{g}");
     assert!(s.contains("nna.conv"), "{s}");
     assert!(
         s.contains("// accumulator overflows in the reference run: 0"),
@@ -167,8 +177,8 @@ fn compile_progress_is_hidden_when_stderr_is_not_a_terminal() {
     assert!(!err.contains('\r'), "{err}");
 }
 
-/// `--bias-correction`, `--percentile` and `--calib-method mse` reach the compiler
-/// and `eval --quantized`, each on its own: the program compiled with one of them
+/// `--bias-correction`, `--percentile`, `--calib-method mse` and `--weight-rounding
+/// gptq` reach the compiler and `eval --quantized`, each on its own: the program compiled with one of them
 /// differs from the default options' program and its output, and runs on the
 /// simulator bit-exactly like `eval --quantized` with the same option.
 #[test]
@@ -185,6 +195,7 @@ fn bias_correction_and_percentile_options_run_bit_exact_on_the_simulator() {
         ("percentile", &["--percentile", "99.9"][..]),
         ("bc", &["--bias-correction"][..]),
         ("mse", &["--calib-method", "mse"][..]),
+        ("gptq", &["--weight-rounding", "gptq"][..]),
     ] {
         let prog = d.join(format!("{tag}.nnab"));
         let mut args = vec![
@@ -240,4 +251,15 @@ fn bias_correction_and_percentile_options_run_bit_exact_on_the_simulator() {
         &["--calib", calib.to_str().unwrap(), "--percentile", "0"],
     );
     assert_eq!(o.status.code(), Some(1));
+    let o = on_model(
+        "compile",
+        &[
+            "--calib",
+            calib.to_str().unwrap(),
+            "--weight-rounding",
+            "up",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nearest"));
 }

@@ -138,6 +138,17 @@ pub struct QuantArgs {
     /// error of its int8 pre-activation against float on the calibration frames.
     #[arg(long)]
     pub bias_correction: bool,
+    /// How weights become int8 codes: `nearest` rounds each weight at its channel's
+    /// scale; `gptq` picks the codes that minimise the error of each layer's output on
+    /// the calibration frames (GPTQ, docs/QUANTIZATION.md).
+    #[arg(
+        long,
+        default_value = "nearest",
+        value_parser = clap::builder::PossibleValuesParser::new(
+            nnac_passes::WeightRounding::ALL.map(nnac_passes::WeightRounding::name)
+        )
+    )]
+    pub weight_rounding: String,
 }
 
 impl QuantArgs {
@@ -148,6 +159,8 @@ impl QuantArgs {
                 .expect("clap checked the value"),
             percentile: self.percentile,
             bias_correction: self.bias_correction,
+            weight_rounding: nnac_passes::WeightRounding::from_name(&self.weight_rounding)
+                .expect("clap checked the value"),
             ..nnac_passes::PassOptions::default()
         }
     }

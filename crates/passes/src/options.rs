@@ -71,6 +71,32 @@ impl CalibMethod {
     }
 }
 
+/// How a dot product's float weights become int8 codes (`quant::weights`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightRounding {
+    /// Each weight to its nearest code at the channel's scale.
+    Nearest,
+    /// GPTQ: codes chosen one by one to minimise the error of the layer's output on
+    /// the calibration inputs (`quant::gptq`).
+    Gptq,
+}
+
+impl WeightRounding {
+    pub const ALL: [WeightRounding; 2] = [WeightRounding::Nearest, WeightRounding::Gptq];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            WeightRounding::Nearest => "nearest",
+            WeightRounding::Gptq => "gptq",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<WeightRounding> {
+        WeightRounding::ALL.into_iter().find(|m| m.name() == s)
+    }
+}
+
 /// Which IR dumps to write.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DumpSpec {
@@ -87,6 +113,8 @@ pub struct PassOptions {
     /// Empirical bias correction of every dot op on the calibration frames
     /// (`quant::bias_correct`).
     pub bias_correction: bool,
+    /// How weights are rounded to int8.
+    pub weight_rounding: WeightRounding,
     /// Run the verifier after every pass also in release builds.
     pub verify_each: bool,
     pub dump: Option<DumpSpec>,
@@ -109,6 +137,7 @@ impl Default for PassOptions {
             calib_method: CalibMethod::Percentile,
             percentile: 99.99,
             bias_correction: false,
+            weight_rounding: WeightRounding::Nearest,
             verify_each: false,
             dump: None,
             skip_quantization: false,

@@ -15,7 +15,7 @@ use crate::report::{self, HostOpEntry, Report};
 use crate::{
     fold_batchnorm, fold_constants, fold_hardswish, fold_pad, fold_scale_bias, fold_silu, fuse_dot,
     fuse_eltwise, fuse_shuffle, lower_concat, lower_pools, lower_resize, lower_scale, mark_host,
-    normalize_gemm, quant, remove_identity, sink_pool, PassError, PassOptions,
+    normalize_gemm, quant, remove_identity, sink_pool, PassError, PassOptions, WeightRounding,
 };
 use nnac_ir::Graph;
 use std::collections::BTreeMap;
@@ -171,7 +171,10 @@ impl Runner<'_> {
             frames,
             self.opts.progress.as_ref(),
             keep,
-            self.opts.bias_correction,
+            calib::Extras {
+                channel_means: self.opts.bias_correction,
+                hessians: self.opts.weight_rounding == WeightRounding::Gptq,
+            },
         )?;
         self.times
             .push(("calibrate".into(), t.elapsed().as_secs_f64() * 1e3));
@@ -284,6 +287,7 @@ pub fn compile_graph(
             .push((QUANTIZE.into(), t.elapsed().as_secs_f64() * 1e3));
         r.check(&g, QUANTIZE)?;
         rep.calib_method = Some(opts.calib_method);
+        rep.weight_rounding = Some(opts.weight_rounding);
         rep.calib_frames = calib_frames.len();
         rep.acc_rescaled_layers = layers
             .iter()

@@ -51,6 +51,8 @@ pub struct OutputReport {
 pub struct Report {
     pub graph: String,
     pub calib_method: Option<CalibMethod>,
+    /// How the weights were rounded to int8 (`None`: not quantized).
+    pub weight_rounding: Option<crate::WeightRounding>,
     pub calib_frames: usize,
     /// Every rewrite, in pass order.
     pub rewrites: Vec<Rewrite>,
@@ -240,10 +242,11 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "graph {}: {} calibration frame(s), method {}",
+            "graph {}: {} calibration frame(s), method {}, weights {}",
             self.graph,
             self.calib_frames,
-            self.calib_method.map_or("-", |m| m.name())
+            self.calib_method.map_or("-", |m| m.name()),
+            self.weight_rounding.map_or("-", |m| m.name())
         );
         let _ = writeln!(s, "host ops ({}):", self.host_ops.len());
         for h in &self.host_ops {

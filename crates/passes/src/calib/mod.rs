@@ -12,9 +12,10 @@ pub use mse::mse_threshold;
 
 use crate::float_eval::{run_observed, Frame};
 use crate::float_ref::{FloatRef, FrameValues};
+use crate::quant::gptq::{self, Hessian};
 use crate::util::is_const_dot;
 use crate::{CalibMethod, PassError, Progress, ProgressEvent};
-use nnac_ir::{DType, Graph, NodeId};
+use nnac_ir::{DType, Graph, NodeId, Value};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -33,6 +34,9 @@ pub struct Stats {
     /// correction aims the int8 dot products at.
     pub chan_sum: Vec<f64>,
     pub chan_samples: u64,
+    /// For a dot product with constant weights, `sum x x^T` of its input vectors
+    /// (GPTQ weight rounding, `quant::gptq`), when asked for.
+    pub hessian: Option<Hessian>,
 }
 
 impl Stats {
@@ -132,32 +136,66 @@ fn finite_min_max(xs: &[f32]) -> (f32, f32) {
     xs.par_chunks(1 << 16).map(block).reduce(|| NONE, merge)
 }
 
+/// What [`collect`] keeps beyond every value's range statistics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Extras {
+    /// The per-channel sums bias correction needs (for the outputs of dot products
+    /// with constant weights).
+    pub channel_means: bool,
+    /// The input Hessians GPTQ rounding needs (dot products with constant weights,
+    /// on at most [`gptq::MAX_FRAMES`] evenly spaced frames), in the dot's stats.
+    pub hessians: bool,
+}
+
 /// Per-node-name statistics of every f32 value of `g` (graph inputs included) over
 /// `frames`; `progress` is told after every frame. With `keep`, the values the
-/// quantization report compares are kept for the frames it plans to keep. With
-/// `channel_means`, the per-channel sums bias correction needs are kept too (for the
-/// outputs of dot products with constant weights).
+/// quantization report compares are kept for the frames it plans to keep; `extras`
+/// says what else is kept.
 pub fn collect(
     g: &Graph,
     frames: &[Frame],
     progress: Option<&Progress>,
     mut keep: Option<&mut FloatRef>,
-    channel_means: bool,
+    extras: Extras,
 ) -> Result<BTreeMap<String, Stats>, PassError> {
     if frames.is_empty() {
         return Err(PassError::Calib("no calibration frames".into()));
     }
     // Bias correction reads the channel means of the dot products it corrects: those
     // built from dot products with constant weights (fuse_dot).
-    let dots: BTreeSet<NodeId> = if channel_means {
-        let ids = g.node_ids().into_iter();
-        ids.filter(|&n| is_const_dot(g, n)).collect()
+    let const_dots = || g.node_ids().into_iter().filter(|&n| is_const_dot(g, n));
+    let dots: BTreeSet<NodeId> = if extras.channel_means {
+        const_dots().collect()
     } else {
         BTreeSet::new()
     };
     let mut stats: BTreeMap<String, Stats> = BTreeMap::new();
+    // GPTQ: the dots reading each value, with their accumulators (in the dots' stats).
+    let mut readers: BTreeMap<Value, Vec<String>> = BTreeMap::new();
+    if extras.hessians {
+        for n in const_dots() {
+            let ins = g.node_inputs(n);
+            let x = ins[0];
+            let on_grid = |w: &nnac_ir::Tensor| {
+                let m = w.shape.first().copied().unwrap_or(0);
+                matches!(g.node(n).op, nnac_ir::Op::Conv(_))
+                    && w.as_f32().is_some_and(|v| gptq::on_grid(v, m))
+            };
+            if ins.get(1).and_then(|&w| g.const_of(w)).is_some_and(on_grid) {
+                continue;
+            }
+            let y = &g.node(n).outputs[0].shape;
+            if let Some(h) = Hessian::for_op(&g.node(n).op, &g.value_type(x).shape, y) {
+                let name = g.node(n).name.clone();
+                stats.entry(name.clone()).or_default().hessian = Some(h);
+                readers.entry(x).or_default().push(name);
+            }
+        }
+    }
+    let h_every = frames.len().div_ceil(gptq::MAX_FRAMES).max(1);
     for (i, frame) in frames.iter().enumerate() {
         check_frame(g, frame, i)?;
+        let take_h = i % h_every == 0;
         let kept = keep.as_deref().filter(|k| k.keeps(i));
         let mut values: BTreeMap<String, Vec<f32>> = BTreeMap::new();
         let outputs = run_observed(g, frame, &format!("calibration frame {i}"), &mut |v, t| {
@@ -168,6 +206,11 @@ pub fn collect(
                     st.add(xs);
                     if dots.contains(&v.node) {
                         st.add_channels(&t.shape, xs);
+                    }
+                    for dot in readers.get(&v).filter(|_| take_h).into_iter().flatten() {
+                        if let Some(h) = stats.get_mut(dot).and_then(|s| s.hessian.as_mut()) {
+                            h.add(xs);
+                        }
                     }
                 }
             }

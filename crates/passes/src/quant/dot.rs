@@ -3,9 +3,10 @@
 //! overflow), and the requantization of its epilogue.
 
 use super::acc_bound::AccReport;
+use super::gptq::Hessian;
 use super::params::{quantize_weight, scale_zp, weight_scale};
 use super::requant;
-use super::weights::quantize_layer;
+use super::weights::{quantize_layer, GptqFactors};
 use crate::channels::WeightChannels;
 use crate::util::dot_out_channels;
 use crate::PassError;
@@ -49,8 +50,15 @@ fn non_finite(v: &[f32], what: &str, shape: &[usize], name: &str) -> Result<(), 
     }
 }
 
-/// Quantizes the dot node `id` in place (its input and output types are already set).
-pub fn quantize_dot(g: &mut Graph, id: NodeId, xmax: i64) -> Result<AccReport, PassError> {
+/// Quantizes the dot node `id` in place (its input and output types are already set);
+/// with `hessian` (its input's `sum x x^T` from calibration) the weights are rounded
+/// by GPTQ where the layout allows (`gptq`), else to nearest.
+pub fn quantize_dot(
+    g: &mut Graph,
+    id: NodeId,
+    xmax: i64,
+    hessian: Option<&Hessian>,
+) -> Result<AccReport, PassError> {
     let name = g.node(id).name.clone();
     let Op::Nna(NnaOp::Dot(dot)) = g.node(id).op.clone() else {
         unreachable!("caller matched a dot")
@@ -94,13 +102,16 @@ pub fn quantize_dot(g: &mut Graph, id: NodeId, xmax: i64) -> Result<AccReport, P
     };
     non_finite(&w, "weights", &wshape, &name)?;
     non_finite(&bias, "bias", &[m], &name)?;
-    let q = quantize_layer(&w, &bias, layout, s_in, zp_in, xmax).ok_or_else(|| {
-        PassError::node(
-            PASS,
-            &name,
-            "weights do not split evenly into output channels",
-        )
-    })?;
+    let factors = hessian.and_then(|h| gptq_factors(h, layout, m, w.len()));
+    let q = quantize_layer(&w, &bias, layout, s_in, zp_in, xmax, factors.as_ref()).ok_or_else(
+        || {
+            PassError::node(
+                PASS,
+                &name,
+                "weights do not split evenly into output channels",
+            )
+        },
+    )?;
     drop(w);
     let bias_i32 = to_i32(&q.bias)
         .ok_or_else(|| PassError::node(PASS, &name, "quantized bias exceeds int32"))?;
@@ -134,6 +145,29 @@ pub fn quantize_dot(g: &mut Graph, id: NodeId, xmax: i64) -> Result<AccReport, P
     dot.epilogue.requant = Some(rq);
     g.node_mut(id).op = Op::Nna(NnaOp::Dot(dot));
     Ok(q.acc)
+}
+
+/// GPTQ's factors for a layer of `m` channels in `layout`, when its Hessian matches
+/// the channel blocks (`k` weights per channel, channels split evenly over groups;
+/// not for deconvolutions, whose channel blocks are not one input vector's weights).
+fn gptq_factors(
+    h: &Hessian,
+    layout: WeightChannels,
+    m: usize,
+    w_len: usize,
+) -> Option<GptqFactors> {
+    if matches!(layout, WeightChannels::Deconv { .. })
+        || m == 0
+        || w_len != m * h.k
+        || h.groups == 0
+        || !m.is_multiple_of(h.groups)
+    {
+        return None;
+    }
+    Some(GptqFactors {
+        per_group: h.factor(),
+        channels_per_group: m / h.groups,
+    })
 }
 
 pub fn to_i32(v: &[i64]) -> Option<Vec<i32>> {

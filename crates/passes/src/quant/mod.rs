@@ -10,12 +10,15 @@
 //!    Their ranges are merged. Inputs of deconvolutions are symmetric (zero point 0).
 //! 3. Every non-constant node's output type becomes uint8 (range >= 0) or int8 (zero
 //!    point) with per-tensor quantization; graph inputs too (the runtime quantizes).
-//! 4. Each dot / scale / eltwise op gets its quantized constants and requantization.
+//! 4. Each dot / scale / eltwise op gets its quantized constants and requantization;
+//!    a dot's weights are rounded to nearest, or by GPTQ when calibration kept its
+//!    input Hessian (`gptq`).
 
 pub mod acc_bound;
 pub mod bias_correct;
 pub mod dot;
 pub mod eltwise;
+pub mod gptq;
 pub mod params;
 pub mod requant;
 pub mod weights;
@@ -98,7 +101,8 @@ pub fn quantize(
         let acc = match &g.node(n).op {
             Op::Nna(NnaOp::Dot(_)) => {
                 let xmax = input_code_max(g, g.node_inputs(n)[0]);
-                Some(dot::quantize_dot(g, n, xmax)?)
+                let hessian = stats.get(&g.node(n).name).and_then(|s| s.hessian.as_ref());
+                Some(dot::quantize_dot(g, n, xmax, hessian)?)
             }
             Op::Nna(NnaOp::Scale(_)) => {
                 dot::quantize_scale(g, n)?;

@@ -5,9 +5,17 @@
 //! result does not depend on the thread count.
 
 use super::acc_bound::{channel_bound, AccReport, ACC_LIMIT};
+use super::gptq::round_channel;
 use super::params::{quantize_weights_into, weight_scale};
 use crate::channels::WeightChannels;
 use rayon::prelude::*;
+
+/// GPTQ's Cholesky factors of one layer (`gptq::Hessian::factor`): channel `c` uses
+/// group `c / channels_per_group`'s; a group without one rounds to nearest.
+pub struct GptqFactors {
+    pub per_group: Vec<Option<Vec<f64>>>,
+    pub channels_per_group: usize,
+}
 
 /// Quantized weights of one layer.
 pub struct QWeights {
@@ -40,8 +48,8 @@ const MAX_ROUNDS: usize = 16;
 
 /// Quantizes `w` per output channel (`layout`, `bias.len()` channels) and the bias at
 /// `s_in * s_w`, then enforces the accumulator bound by coarsening the scale of any
-/// channel that could overflow. `None` if the weights do not split evenly into the
-/// channels.
+/// channel that could overflow. Weights are rounded to nearest, or by GPTQ with
+/// `gptq`'s factors. `None` if the weights do not split evenly into the channels.
 pub fn quantize_layer(
     w: &[f32],
     bias: &[f32],
@@ -49,22 +57,31 @@ pub fn quantize_layer(
     s_in: f32,
     zp_in: i32,
     xmax: i64,
+    gptq: Option<&GptqFactors>,
 ) -> Option<QWeights> {
     let m = bias.len();
     let blocks = layout.channel_major(w, m)?;
     let len = w.len().checked_div(m).unwrap_or(0);
     let li = LayerIn { s_in, zp_in, xmax };
     let mut wq = vec![0i8; w.len()];
+    let factor_of = |c: usize| -> Option<&[f64]> {
+        let f = gptq?;
+        f.per_group.get(c / f.channels_per_group.max(1))?.as_deref()
+    };
     let chans: Vec<ChannelQ> = if len == 0 {
         bias.iter()
-            .map(|&b| quantize_channel(&[], &mut [], b, li))
+            .map(|&b| quantize_channel(&[], &mut [], b, li, None))
             .collect()
     } else {
         blocks
             .par_chunks(len)
             .zip(wq.par_chunks_mut(len))
             .zip(bias.par_iter())
-            .map(|((wc, qc), &b)| quantize_channel_fast(wc, qc, b, li))
+            .enumerate()
+            .map(|(c, ((wc, qc), &b))| match factor_of(c) {
+                Some(u) => quantize_channel(wc, qc, b, li, Some(u)),
+                None => quantize_channel_fast(wc, qc, b, li),
+            })
             .collect()
     };
     let wq = layout.restore_order(wq, m)?;
@@ -90,21 +107,32 @@ fn quantize_channel_fast(w: &[f32], q: &mut [i8], bias: f32, li: LayerIn) -> Cha
     {
         #[target_feature(enable = "avx2")]
         fn with_avx2(w: &[f32], q: &mut [i8], bias: f32, li: LayerIn) -> ChannelQ {
-            quantize_channel(w, q, bias, li)
+            quantize_channel(w, q, bias, li, None)
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above).
             return unsafe { with_avx2(w, q, bias, li) };
         }
     }
-    quantize_channel(w, q, bias, li)
+    quantize_channel(w, q, bias, li, None)
 }
 
-/// Quantizes one channel's weights `w` into `q`; returns its scale, bias and bounds.
+/// Quantizes one channel's weights `w` into `q` (to nearest, or by GPTQ with the
+/// factor `gptq` of its group); returns its scale, bias and bounds.
 #[inline(always)]
-fn quantize_channel(w: &[f32], q: &mut [i8], bias: f32, li: LayerIn) -> ChannelQ {
+fn quantize_channel(
+    w: &[f32],
+    q: &mut [i8],
+    bias: f32,
+    li: LayerIn,
+    gptq: Option<&[f64]>,
+) -> ChannelQ {
+    let round = |scale: f32, q: &mut [i8]| match gptq {
+        Some(u) => round_channel(w, u, scale, q),
+        None => quantize_weights_into(w, scale, q),
+    };
     let mut scale = weight_scale(w);
-    quantize_weights_into(w, scale, q);
+    round(scale, q);
     let mut qb = qbias(q, bias, scale, li);
     let bound_before = channel_bound(q, qb, li.xmax);
     let mut bound_now = bound_before;
@@ -117,7 +145,7 @@ fn quantize_channel(w: &[f32], q: &mut [i8], bias: f32, li: LayerIn) -> ChannelQ
         let f = (bound_now as f64 / ACC_LIMIT as f64 * 1.01) as f32;
         factor *= f;
         scale *= f;
-        quantize_weights_into(w, scale, q);
+        round(scale, q);
         qb = qbias(q, bias, scale, li);
         bound_now = channel_bound(q, qb, li.xmax);
     }
@@ -154,14 +182,22 @@ mod tests {
             0.1,
             0,
             1_500_000,
+            None,
         )
         .unwrap();
         assert_eq!(q.wq[..4], [32, -67, 95, 127]);
         assert!(q.acc.bound <= ACC_LIMIT && q.acc.bound_before > ACC_LIMIT);
         assert_eq!(q.acc.rescaled_channels, 1);
         assert!(q.acc.max_rescale > 1.0 && q.scales[1] > 1.0 / 127.0);
-        assert!(
-            quantize_layer(&w, &[0.0; 3], WeightChannels::Strided { n: 3 }, 1.0, 0, 1).is_none()
-        );
+        assert!(quantize_layer(
+            &w,
+            &[0.0; 3],
+            WeightChannels::Strided { n: 3 },
+            1.0,
+            0,
+            1,
+            None
+        )
+        .is_none());
     }
 }
