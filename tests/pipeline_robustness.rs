@@ -6,7 +6,9 @@
 //! or rewired into cycles, initializers with the wrong shape or NaN, input shapes of 0
 //! or 100,000 and integer input types; a small Caffe network (`caffe_net/`) with
 //! edits of its prototxt; the same ONNX mutations of the bundled gated CNN
-//! (models/gated_cnn.onnx: SiLU, Split, ReduceMean, broadcast Mul, nearest Resize). A
+//! (models/gated_cnn.onnx: SiLU, Split, ReduceMean, broadcast Mul, nearest Resize).
+//! About half of the mutated models of these three are quantized with GPTQ weight
+//! rounding (its input Hessians see the mutated shapes and values). A
 //! further campaign edits the tiny CNN's compiled program
 //! (fields, flags, order) and runs it through the hazard checker, the listings, the
 //! timing model and the simulator. (The importers' byte-level corruption tests live in
@@ -18,7 +20,7 @@ use nnac_frontend::proto::onnx::{AttributeProto, ModelProto, NodeProto, TensorPr
 use nnac_frontend::{caffe, onnx::import_bytes, ImportError, ImportOptions};
 use nnac_ir::{Graph, Tensor, Value};
 use nnac_isa::{container::IoDir, HwConfig};
-use nnac_passes::{Frame, PassOptions};
+use nnac_passes::{Frame, PassOptions, WeightRounding};
 use nnac_runtime_sim::{RunOptions, Schedule};
 use prost::Message;
 use std::collections::BTreeMap;
@@ -286,28 +288,39 @@ enum Stage {
 }
 
 /// An ONNX case through every stage.
-fn onnx_case(bytes: &[u8]) -> Stage {
-    stages(import_bytes(
-        bytes,
-        None,
-        "mutated.onnx",
-        &ImportOptions::default(),
-    ))
+fn onnx_case(bytes: &[u8], opts: &PassOptions) -> Stage {
+    let imported = import_bytes(bytes, None, "mutated.onnx", &ImportOptions::default());
+    stages(imported, opts)
 }
 
 /// A Caffe case (prototxt text, caffemodel bytes) through every stage.
-fn caffe_case(prototxt: &str, caffemodel: &[u8]) -> Stage {
-    let opts = ImportOptions::default();
-    stages(caffe::import_bytes(
+fn caffe_case(prototxt: &str, caffemodel: &[u8], opts: &PassOptions) -> Stage {
+    let imported = caffe::import_bytes(
         prototxt.as_bytes(),
         Some(caffemodel),
-        &opts,
-    ))
+        &ImportOptions::default(),
+    );
+    stages(imported, opts)
+}
+
+/// The pass options of a mutated case: the defaults, or (every other case, drawn
+/// after the mutations so they do not depend on it) GPTQ weight rounding, whose
+/// Hessians see the mutated shapes and values.
+fn case_options(r: &mut Rng) -> PassOptions {
+    let weight_rounding = if r.below(2) == 0 {
+        WeightRounding::Nearest
+    } else {
+        WeightRounding::Gptq
+    };
+    PassOptions {
+        weight_rounding,
+        ..PassOptions::default()
+    }
 }
 
 /// An imported graph through every later stage (the program through [`consume`]); an `Err` at any stage ends it (a
 /// refusal is fine).
-fn stages(imported: Result<Graph, ImportError>) -> Stage {
+fn stages(imported: Result<Graph, ImportError>, opts: &PassOptions) -> Stage {
     let g = match imported {
         Ok(g) => g,
         Err(e) => {
@@ -319,7 +332,7 @@ fn stages(imported: Result<Graph, ImportError>) -> Stage {
     for f in &frames {
         let _ = nnac_interp::run_float(&g, f);
     }
-    let c = match nnac_passes::compile_graph(g, &frames, &PassOptions::default()) {
+    let c = match nnac_passes::compile_graph(g, &frames, opts) {
         Ok(c) => c,
         Err(e) => {
             verbose("passes", &e);
@@ -424,9 +437,17 @@ fn onnx_campaign(what: &str, file: &str) {
         for _ in 0..1 + r.below(3) {
             mutate(&mut m, r);
         }
-        onnx_case(&m.encode_to_vec())
+        let opts = case_options(r);
+        onnx_case(&m.encode_to_vec(), &opts)
     };
-    campaign(what, || onnx_case(&base.encode_to_vec()), case, 5, 10);
+    let defaults = PassOptions::default();
+    campaign(
+        what,
+        || onnx_case(&base.encode_to_vec(), &defaults),
+        case,
+        5,
+        10,
+    );
 }
 
 #[test]
@@ -449,12 +470,13 @@ fn mutated_caffe_networks_are_refused_or_compiled_never_a_panic() {
         for _ in 0..1 + r.below(3) {
             text = caffe_net::mutate(&text, r);
         }
-        caffe_case(&text, &weights)
+        let opts = case_options(r);
+        caffe_case(&text, &weights, &opts)
     };
     // Most changed numbers change a blob's shape, which the importer refuses.
     campaign(
         "Caffe",
-        || caffe_case(caffe_net::NET, &weights),
+        || caffe_case(caffe_net::NET, &weights, &PassOptions::default()),
         case,
         10,
         20,
