@@ -240,9 +240,23 @@ impl Report {
     /// A human-readable table (host ops, per-layer accuracy, scales, bounds).
     pub fn table(&self) -> String {
         let mut s = String::new();
+        // With GPTQ, how many dot layers it rounded (the others fell back to nearest).
+        let dots: Vec<usize> = self
+            .layers
+            .iter()
+            .filter_map(|l| l.quant.as_ref()?.gptq_channels)
+            .collect();
+        let gptq = match self.weight_rounding {
+            Some(crate::WeightRounding::Gptq) if !dots.is_empty() => format!(
+                " (on {} of {} dot layers)",
+                dots.iter().filter(|&&c| c > 0).count(),
+                dots.len()
+            ),
+            _ => String::new(),
+        };
         let _ = writeln!(
             s,
-            "graph {}: {} calibration frame(s), method {}, weights {}",
+            "graph {}: {} calibration frame(s), method {}, weights {}{gptq}",
             self.graph,
             self.calib_frames,
             self.calib_method.map_or("-", |m| m.name()),

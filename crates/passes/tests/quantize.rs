@@ -564,7 +564,17 @@ fn gptq_rounding_lowers_the_output_error_of_convolutions() {
     let again = compile_graph(g.clone(), &calib, &gptq).unwrap();
     assert_eq!(nnac_ir::print(&again.graph), nnac_ir::print(&done.graph));
     assert_eq!(done.report.acc_overflows, 0);
-    assert!(done.report.table().contains("weights gptq"));
+    assert!(done
+        .report
+        .table()
+        .contains("weights gptq (on 2 of 2 dot layers)"));
+    let rounded: Vec<Option<usize>> = done
+        .report
+        .layers
+        .iter()
+        .filter_map(|l| Some(l.quant.as_ref()?.gptq_channels))
+        .collect();
+    assert_eq!(rounded, [Some(8), Some(16)]);
     assert!(near.report.table().contains("weights nearest"));
     // sum over frames and outputs of ((W - Wq) x)^2: the float graph with layer
     // `name`'s weights replaced by W - Wq and its bias by 0.

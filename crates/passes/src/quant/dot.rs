@@ -50,6 +50,13 @@ fn non_finite(v: &[f32], what: &str, shape: &[usize], name: &str) -> Result<(), 
     }
 }
 
+/// What quantizing one dot op reports.
+pub struct DotQuant {
+    pub acc: AccReport,
+    /// Channels whose weights GPTQ rounded.
+    pub gptq_channels: usize,
+}
+
 /// Quantizes the dot node `id` in place (its input and output types are already set);
 /// with `hessian` (its input's `sum x x^T` from calibration) the weights are rounded
 /// by GPTQ where the layout allows (`gptq`), else to nearest.
@@ -58,7 +65,7 @@ pub fn quantize_dot(
     id: NodeId,
     xmax: i64,
     hessian: Option<&Hessian>,
-) -> Result<AccReport, PassError> {
+) -> Result<DotQuant, PassError> {
     let name = g.node(id).name.clone();
     let Op::Nna(NnaOp::Dot(dot)) = g.node(id).op.clone() else {
         unreachable!("caller matched a dot")
@@ -144,7 +151,10 @@ pub fn quantize_dot(
     let mut dot = dot;
     dot.epilogue.requant = Some(rq);
     g.node_mut(id).op = Op::Nna(NnaOp::Dot(dot));
-    Ok(q.acc)
+    Ok(DotQuant {
+        acc: q.acc,
+        gptq_channels: q.gptq_channels,
+    })
 }
 
 /// GPTQ's factors for a layer of `m` channels in `layout`, when its Hessian matches

@@ -43,6 +43,9 @@ pub struct LayerQuant {
     pub weight_scale_range: Option<(f32, f32)>,
     /// Accumulator bound (dot ops).
     pub acc: Option<AccReport>,
+    /// Output channels whose weights GPTQ rounded (dot ops; 0 with nearest rounding
+    /// or where GPTQ does not apply, `gptq.rs`).
+    pub gptq_channels: Option<usize>,
 }
 
 pub fn quantize(
@@ -98,7 +101,7 @@ pub fn quantize(
     }
     let mut layers = Vec::new();
     for &n in &values {
-        let acc = match &g.node(n).op {
+        let dq = match &g.node(n).op {
             Op::Nna(NnaOp::Dot(_)) => {
                 let xmax = input_code_max(g, g.node_inputs(n)[0]);
                 let hessian = stats.get(&g.node(n).name).and_then(|s| s.hessian.as_ref());
@@ -114,7 +117,7 @@ pub fn quantize(
             }
             _ => continue,
         };
-        layers.push(layer_info(g, n, acc));
+        layers.push(layer_info(g, n, dq));
     }
     g.remove_dead();
     Ok(layers)
@@ -183,7 +186,7 @@ pub fn input_code_max(g: &Graph, v: Value) -> i64 {
     i64::from(lo.abs().max(hi.abs()))
 }
 
-fn layer_info(g: &Graph, n: NodeId, acc: Option<AccReport>) -> LayerQuant {
+fn layer_info(g: &Graph, n: NodeId, dq: Option<dot::DotQuant>) -> LayerQuant {
     let node = g.node(n);
     let ins = g.node_inputs(n);
     let (s_in, zp_in) = params::scale_zp(g.value_type(ins[0]));
@@ -205,6 +208,7 @@ fn layer_info(g: &Graph, n: NodeId, acc: Option<AccReport>) -> LayerQuant {
         out_scale: s_out,
         out_zero_point: zp_out,
         weight_scale_range,
-        acc,
+        acc: dq.as_ref().map(|d| d.acc.clone()),
+        gptq_channels: dq.map(|d| d.gptq_channels),
     }
 }

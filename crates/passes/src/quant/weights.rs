@@ -23,6 +23,8 @@ pub struct QWeights {
     pub scales: Vec<f32>,
     pub bias: Vec<i64>,
     pub acc: AccReport,
+    /// Channels rounded by GPTQ (the others to nearest).
+    pub gptq_channels: usize,
 }
 
 /// The quantization-independent inputs every channel shares.
@@ -68,6 +70,11 @@ pub fn quantize_layer(
         let f = gptq?;
         f.per_group.get(c / f.channels_per_group.max(1))?.as_deref()
     };
+    let gptq_channels = if len == 0 {
+        0
+    } else {
+        (0..m).filter(|&c| factor_of(c).is_some()).count()
+    };
     let chans: Vec<ChannelQ> = if len == 0 {
         bias.iter()
             .map(|&b| quantize_channel(&[], &mut [], b, li, None))
@@ -97,6 +104,7 @@ pub fn quantize_layer(
         scales: chans.iter().map(|c| c.scale).collect(),
         bias: chans.iter().map(|c| c.bias).collect(),
         acc,
+        gptq_channels,
     })
 }
 
