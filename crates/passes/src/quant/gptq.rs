@@ -71,6 +71,9 @@ impl Hessian {
     /// The accumulator for dot op `op` (a float-graph Conv or Gemm) reading an input of
     /// shape `x` and giving an output of shape `y`; `None` when GPTQ does not apply.
     pub fn for_op(op: &Op, x: &[usize], y: &[usize]) -> Option<Hessian> {
+        if x.contains(&0) || y.contains(&0) {
+            return None;
+        }
         let (k, groups, shape) = match op {
             Op::Conv(a) if a.kernel.len() == 2 && x.len() == 4 && y.len() == 4 => {
                 let g = a.group.max(1);
@@ -498,6 +501,7 @@ mod tests {
         let u = hz.factor().remove(0).unwrap();
         assert_eq!(u[1], 0.0);
         assert!(Hessian::for_op(&gemm(), &[1, MAX_K + 1], &[1, 1]).is_none());
+        assert!(Hessian::for_op(&op, &[1, 4, 0, 4], &[1, 2, 0, 4]).is_none());
         // A pool as a depthwise conv over 24 x 24 taps of 16 channels: 16 x 576^2
         // entries, over the size budget.
         let gap = Op::Conv(ConvAttrs {
