@@ -10,24 +10,10 @@
 
 mod common;
 
-use common::tempdir;
+use common::{ort_reference, python, root, run_ok, tempdir};
 use nnac_ir::{Tensor, TensorData};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn python() -> PathBuf {
-    let p = root().join(".venv/bin/python");
-    assert!(
-        p.exists(),
-        "{} is missing: run scripts/setup.sh first",
-        p.display()
-    );
-    p
-}
 
 fn image(name: &str) -> PathBuf {
     let p = root().join(".cache/models/images").join(name);
@@ -37,17 +23,6 @@ fn image(name: &str) -> PathBuf {
         p.display()
     );
     p
-}
-
-fn run_ok(cmd: &mut Command) -> String {
-    let out = cmd.output().expect("spawn");
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn nnac() -> Command {
@@ -257,14 +232,7 @@ fn float_interpreter_matches_onnx_runtime() {
 /// `out`, within 1e-4 of the largest magnitude; both write into `dir`.
 fn assert_float_matches_ort(model: &Path, input: &Path, out: &str, dir: &Path) {
     let feed = format!("image={}", input.display());
-    run_ok(
-        Command::new(python())
-            .arg(root().join("scripts/ref_onnxruntime.py"))
-            .arg(model)
-            .arg(dir.join("ort"))
-            .arg("--input")
-            .arg(&feed),
-    );
+    ort_reference(model, &dir.join("ort"), &feed);
     run_ok(
         nnac()
             .arg("eval")

@@ -19,27 +19,18 @@
 
 mod common;
 
-use common::tempdir;
+use common::{need, python, root, tempdir};
 use nnac_backend_nna::{BackendOptions, Residency, ResidentWeights};
 use nnac_ir::{Op, TensorData};
 use nnac_isa::{HwConfig, Instr, Program};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn need(p: PathBuf) -> PathBuf {
-    assert!(p.exists(), "missing {} (run scripts/setup.sh)", p.display());
-    p
-}
 
 /// The astronaut photograph as the model's float32 NCHW input (224x224, ImageNet
 /// normalization).
 fn astronaut(dir: &Path) -> nnac_ir::Tensor {
     let out = dir.join("astronaut.npy");
-    let r = Command::new(need(root().join(".venv/bin/python")))
+    let r = Command::new(python())
         .arg(root().join("scripts/image_to_npy.py"))
         .arg(need(root().join(".cache/models/images/astronaut.png")))
         .arg(&out)

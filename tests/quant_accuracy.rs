@@ -32,39 +32,12 @@ const NSFW_TARGET: f32 = 0.02;
 
 mod common;
 
-use common::tempdir;
+use common::{need, python, root, run_ok, tempdir};
 use nnac_frontend::ImportOptions;
 use nnac_ir::{Graph, Tensor};
 use nnac_passes::{Frame, PassOptions, WeightRounding};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn need(p: PathBuf) -> PathBuf {
-    assert!(
-        p.exists(),
-        "{} is missing: run scripts/setup.sh first",
-        p.display()
-    );
-    p
-}
-
-fn python() -> PathBuf {
-    need(root().join(".venv/bin/python"))
-}
-
-fn run_ok(cmd: &mut Command) -> String {
-    let out = cmd.output().expect("spawn");
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// The OCR frames of scripts/make_ocr_crops.py (deterministic; regenerated each run,
 /// about 2 s) in `.cache/quant-ocr`.

@@ -6,28 +6,11 @@
 
 mod common;
 
-use common::tempdir;
+use common::{need, ort_reference, python, root, run_ok, tempdir};
 use nnac_frontend::ImportOptions;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn need(p: PathBuf) -> PathBuf {
-    assert!(
-        p.exists(),
-        "{} is missing: run scripts/setup.sh first",
-        p.display()
-    );
-    p
-}
-
-fn python() -> PathBuf {
-    need(root().join(".venv/bin/python"))
-}
 
 fn sanitize(name: &str) -> String {
     name.chars()
@@ -39,15 +22,6 @@ fn sanitize(name: &str) -> String {
             }
         })
         .collect()
-}
-
-fn run_ok(cmd: &mut Command) {
-    let out = cmd.output().expect("spawn");
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// Compares nnac's float interpreter with ONNX Runtime on `image`, preprocessed to the
@@ -75,13 +49,10 @@ fn compare(
             .arg(&npy)
             .args(["--size", &size, "--mean", mean, "--scale", scale]),
     );
-    run_ok(
-        Command::new(python())
-            .arg(root().join("scripts/ref_onnxruntime.py"))
-            .arg(model)
-            .arg(dir.join("ort"))
-            .arg("--input")
-            .arg(format!("{input}={}", npy.display())),
+    ort_reference(
+        model,
+        &dir.join("ort"),
+        &format!("{input}={}", npy.display()),
     );
     let opts = ImportOptions {
         input_shapes: [(input.to_string(), shape.to_vec())].into_iter().collect(),

@@ -15,26 +15,13 @@
 
 mod common;
 
-use common::tempdir;
+use common::{need, python, root, tempdir};
 use nnac_frontend::ImportOptions;
 use nnac_ir::{Tensor, TensorData};
 use nnac_isa::{HwConfig, Program};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn need(p: PathBuf) -> PathBuf {
-    assert!(
-        p.exists(),
-        "{} is missing: run scripts/setup.sh first",
-        p.display()
-    );
-    p
-}
 
 /// How a model is fed: input name, NCHW shape, preprocessing of 0..255 pixels.
 struct Case {
@@ -121,7 +108,7 @@ fn cases() -> Vec<Case> {
 fn frame(c: &Case, image: &str, dir: &Path) -> Tensor {
     let out = dir.join(format!("{}-{image}.npy", c.name));
     let size = format!("{}x{}", c.shape[2], c.shape[3]);
-    let mut cmd = Command::new(need(root().join(".venv/bin/python")));
+    let mut cmd = Command::new(python());
     cmd.arg(root().join("scripts/image_to_npy.py"))
         .arg(need(root().join(".cache/models/images").join(image)))
         .arg(&out)
