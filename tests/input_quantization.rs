@@ -167,8 +167,8 @@ fn run_and_eval_quantized_agree_on_inputs_at_every_boundary() {
     ]));
     // Both dequantize with the same rule: equal floats are equal codes.
     let (s, e) = (
-        read_npy(&sim.join("mask.npy")).unwrap(),
-        read_npy(&ev.join("mask.npy")).unwrap(),
+        read_npy(sim.join("mask.npy")).unwrap(),
+        read_npy(ev.join("mask.npy")).unwrap(),
     );
     assert_eq!(s.shape, e.shape);
     let (s, e) = (s.to_f32_vec(), e.to_f32_vec());

@@ -66,8 +66,8 @@ impl Runner {
             measure: false,
             ..args.quant.pass_options()
         };
-        let compiled = nnac_passes::compile_graph(graph, &frames, &opts)
-            .map_err(|e| CliError::user(e.to_string()))?;
+        let compiled =
+            nnac_passes::compile_graph(graph, &frames, &opts).map_err(CliError::from_pass)?;
         Ok(Runner::Quantized(compiled.graph))
     }
 
@@ -233,20 +233,23 @@ fn stack_outputs(
 ) -> Result<Vec<(String, Tensor)>, CliError> {
     let mut out = Vec::new();
     for o in graph.outputs() {
-        let parts = results
-            .remove(&o.name)
-            .ok_or_else(|| CliError::internal(format!("output '{}' was not produced", o.name)))?;
+        let parts = results.remove(&o.name).ok_or_else(|| {
+            CliError::internal("eval", format!("output '{}' was not produced", o.name))
+        })?;
         let tensor = match frames {
             None => parts
                 .into_iter()
                 .next()
-                .ok_or_else(|| CliError::internal("no frame ran"))?,
+                .ok_or_else(|| CliError::internal("eval", "no frame ran"))?,
             Some(n) => {
                 let mut shape = vec![n];
                 shape.extend_from_slice(&parts[0].shape);
                 let data: Vec<f32> = parts.iter().flat_map(|t| t.to_f32_vec()).collect();
                 Tensor::f32(shape, data).ok_or_else(|| {
-                    CliError::internal(format!("frames of output '{}' differ in size", o.name))
+                    CliError::internal(
+                        "eval",
+                        format!("frames of output '{}' differ in size", o.name),
+                    )
                 })?
             }
         };

@@ -252,11 +252,14 @@ fn stack_outputs(
             (true, IoDtype::Uint8) => TensorData::U8(codes),
             // The container refuses program outputs wider than 8 bits.
             (true, other) => {
-                return Err(CliError::internal(format!(
-                    "output '{}' has dtype {}, not an 8-bit code type",
-                    d.name,
-                    other.name()
-                )))
+                return Err(CliError::internal(
+                    "run",
+                    format!(
+                        "output '{}' has dtype {}, not an 8-bit code type",
+                        d.name,
+                        other.name()
+                    ),
+                ))
             }
             (false, dt) => TensorData::F32(
                 codes
@@ -266,10 +269,10 @@ fn stack_outputs(
             ),
         };
         let t = Tensor::new(shape, data).ok_or_else(|| {
-            CliError::internal(format!(
-                "output '{}' has the wrong number of elements",
-                d.name
-            ))
+            CliError::internal(
+                "run",
+                format!("output '{}' has the wrong number of elements", d.name),
+            )
         })?;
         out.push((d.name.clone(), t));
     }
