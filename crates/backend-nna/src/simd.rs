@@ -11,7 +11,7 @@
 //! `I2F; FMUL C0; <activation>; FMUL 1/out_scale; F2I; FUSED_RELU 1 >> 0, zp, lo..hi`
 //! (the last adds the zero point exactly and clamps: one instruction, not three),
 //! `C0` = the channel's input scale (fp32 bits), `C1` = its PReLU slope (fp32 bits,
-//! 0 unless PReLU). The activation sequences are those of nnac-passes `simd_float.rs`
+//! 0 unless PReLU). The activation sequences are those of nnac-qinterp `simd_float.rs`
 //! (r0 in place, r1..r4 scratch).
 //!
 //! Both paths leave `C2` and `C3` free: SCALE puts its per-channel multiplier and

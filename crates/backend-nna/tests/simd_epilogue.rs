@@ -13,8 +13,8 @@ use nnac_isa::arith::code_value;
 use nnac_isa::simd::exec::run;
 use nnac_isa::simd::ChanParams;
 use nnac_isa::{HwConfig, Instr, SimdInstr};
-use nnac_passes::qinterp::epilogue::apply;
 use nnac_passes::quant::params::multiplier;
+use nnac_qinterp::epilogue::apply;
 
 const C: usize = 3;
 

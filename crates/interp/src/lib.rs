@@ -28,4 +28,8 @@ pub mod kernels;
 pub mod npy;
 
 pub use error::InterpError;
+
+/// One set of graph inputs, by input name: what the float and the quantized reference
+/// interpreters run on.
+pub type Frame = std::collections::BTreeMap<String, nnac_ir::Tensor>;
 pub use exec::{run_float, run_float_observed};

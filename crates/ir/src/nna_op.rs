@@ -165,7 +165,7 @@ pub enum Requant {
     },
     /// FP32 path: `y = clamp(f2i(act_c(i2f(v) * in_scale[c]) * inv_out_scale) + zp,
     /// lo, hi)` (sigmoid, tanh, hard-sigmoid, hard-swish, leaky ReLU, PReLU; the
-    /// exact op sequences are in nnac-passes `simd_float.rs`).
+    /// exact op sequences are in nnac-qinterp `simd_float.rs`).
     Float {
         in_scale: Vec<f32>,
         inv_out_scale: f32,

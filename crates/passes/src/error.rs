@@ -66,3 +66,24 @@ impl fmt::Display for PassError {
 }
 
 impl std::error::Error for PassError {}
+
+/// The quantized reference interpreter's errors, as the pipeline reports them: a bad
+/// frame is calibration data's fault, a failed host op the float interpreter's, any
+/// other names its node.
+impl From<nnac_qinterp::QError> for PassError {
+    fn from(e: nnac_qinterp::QError) -> Self {
+        use nnac_qinterp::QError;
+        match e {
+            QError::Frame { .. } => PassError::Calib(e.to_string()),
+            QError::HostOp { node, msg } => PassError::Interp {
+                context: format!("host op '{node}'"),
+                msg,
+            },
+            QError::Node { node, msg } | QError::Cycle { node, msg } => PassError::Node {
+                pass: "qinterp",
+                node,
+                msg,
+            },
+        }
+    }
+}

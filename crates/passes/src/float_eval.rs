@@ -6,8 +6,7 @@ use crate::PassError;
 use nnac_ir::{Graph, Op, Tensor, Value};
 use std::collections::BTreeMap;
 
-/// One set of graph inputs, by input name (the interpreters' convention).
-pub type Frame = BTreeMap<String, Tensor>;
+pub use nnac_interp::Frame;
 
 /// Runs the float interpreter, calling `observe` with every value it computes.
 pub fn run_observed(

@@ -1,5 +1,6 @@
 //! nnac's graph passes: folding, fusion into the NNA's compound operations,
-//! calibration, int8 quantization, and the quantized reference interpreter.
+//! calibration and int8 quantization. The quantized reference interpreter that
+//! judges their output is a crate of its own (`nnac-qinterp`), re-exported here.
 //!
 //! Entry: [`compile_graph`]. The order of the passes lives in [`pipeline`] only; each
 //! pass is one file with one entry function `fn(&mut Graph, &mut PassCtx)`.
@@ -14,10 +15,8 @@ pub mod float_ref;
 mod options;
 pub mod pipeline;
 mod pool_unit;
-pub mod qinterp;
 pub mod quant;
 pub mod report;
-pub mod simd_float;
 mod util;
 
 pub mod fold_batchnorm;
@@ -41,9 +40,9 @@ pub mod sink_pool;
 pub use ctx::{Fused, PassCtx, Rewrite};
 pub use error::PassError;
 pub use float_eval::Frame;
+pub use nnac_qinterp::{run_quantized, run_quantized_observed, run_quantized_raw, QTrace};
 pub use options::{CalibMethod, DumpSpec, PassOptions, Progress, ProgressEvent, WeightRounding};
 pub use pipeline::{
     compile_graph, run_passes, stage_names, Compiled, Pass, FLOAT_PASSES, FUSION_PASSES,
 };
-pub use qinterp::{run_quantized, run_quantized_observed, run_quantized_raw, QTrace};
 pub use report::Report;

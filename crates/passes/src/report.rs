@@ -6,11 +6,11 @@
 use crate::ctx::{PassCtx, Rewrite};
 use crate::float_eval::{run_observed, Frame};
 use crate::float_ref::{FloatRef, FrameValues};
-use crate::qinterp::run_quantized_observed;
 use crate::quant::params::{dequantize, scale_zp};
 use crate::quant::LayerQuant;
 use crate::{CalibMethod, PassError};
 use nnac_ir::{Graph, NodeId, Op, Tensor};
+use nnac_qinterp::run_quantized_observed;
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -182,7 +182,7 @@ pub fn measure(
             .collect();
         sums.extend(updated);
         report.acc_overflows += trace.acc_overflows;
-        let q_outs = crate::qinterp::dequantized_outputs(q, &vals);
+        let q_outs = nnac_qinterp::dequantized_outputs(q, &vals);
         for (name, t) in &float_run.outputs {
             if let Some(y) = q_outs.get(name) {
                 out_sums

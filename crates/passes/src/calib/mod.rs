@@ -231,29 +231,7 @@ pub fn collect(
     Ok(stats)
 }
 
-/// Checks that a frame gives every graph input with its element count.
-pub fn check_frame(g: &Graph, frame: &Frame, index: usize) -> Result<(), PassError> {
-    for &id in g.inputs() {
-        let node = g.node(id);
-        let want = &node.outputs[0];
-        match frame.get(&node.name) {
-            None => {
-                return Err(PassError::Calib(format!(
-                    "frame {index} lacks input '{}'",
-                    node.name
-                )))
-            }
-            Some(t) if t.numel() != want.numel() => {
-                return Err(PassError::Calib(format!(
-                    "frame {index}: input '{}' needs shape {:?}, got {:?}",
-                    node.name, want.shape, t.shape
-                )))
-            }
-            Some(_) => {}
-        }
-    }
-    Ok(())
-}
+pub use nnac_qinterp::check_frame;
 
 #[cfg(test)]
 mod tests {

@@ -24,13 +24,11 @@ use super::input_code_max;
 use crate::calib::Stats;
 use crate::channels::WeightChannels;
 use crate::float_eval::Frame;
-use crate::qinterp::{self, dot::Accumulators, QTrace, QVal, Walk};
 use crate::PassError;
 use nnac_ir::{Graph, NnaOp, NodeId, Op, Quant, TensorData, Value};
+use nnac_qinterp::{self as qinterp, dot::Accumulators, QTrace, QVal, Walk};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
-
-const PASS: &str = "bias correction";
 
 /// What bias correction did to one layer (for the report).
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -52,7 +50,7 @@ pub fn correct_biases(
     stats: &BTreeMap<String, Stats>,
     frames: &[Frame],
 ) -> Result<Vec<BiasCorrection>, PassError> {
-    let mut walk = Walk::new(g, PASS)?;
+    let mut walk = Walk::new(g)?;
     let mut vals: Vec<BTreeMap<NodeId, QVal>> = vec![BTreeMap::new(); frames.len()];
     let mut done = Vec::new();
     for id in walk.take_order() {

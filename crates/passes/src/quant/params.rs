@@ -2,7 +2,7 @@
 //! weight scales, fixed-point multipliers, and the float <-> code conversions the
 //! host side (runtime) uses at graph inputs and outputs.
 
-use nnac_ir::{DType, Multiplier, Quant, TensorType};
+use nnac_ir::{DType, Multiplier, Quant};
 
 // The float <-> code conversions live with the host-op semantics in nnac-interp
 // (one implementation for the quantized interpreter and the simulator).
@@ -50,13 +50,7 @@ pub fn act_quant(lo: f32, hi: f32, symmetric: bool) -> (DType, Quant) {
     )
 }
 
-/// `(scale, zero_point)` of a per-tensor quantized type.
-pub fn scale_zp(t: &TensorType) -> (f32, i32) {
-    match &t.quant {
-        Some(Quant::PerTensor { scale, zero_point }) => (*scale, *zero_point),
-        _ => (1.0, 0),
-    }
-}
+pub use nnac_qinterp::scale_zp;
 
 /// The fixed-point form of `real`: `mult / 2^shift` with `|mult|` in `[2^30, 2^31)`
 /// where possible (tiny values use shift 63; zero gives mult 0). `None` if `|real|`

@@ -4,8 +4,8 @@
 //! the simulator; this file only gathers the operands.
 
 use super::QVal;
-use crate::quant::params::scale_zp;
-use crate::PassError;
+use crate::scale_zp;
+use crate::QError;
 use nnac_interp::host::{run_host_op, HostData, HostInput, HostOutput};
 use nnac_ir::{Graph, NodeId, Op};
 use std::collections::BTreeMap;
@@ -15,7 +15,7 @@ pub fn run(
     id: NodeId,
     op: &Op,
     vals: &BTreeMap<NodeId, QVal>,
-) -> Result<Vec<i32>, PassError> {
+) -> Result<Vec<i32>, QError> {
     let node = g.node(id);
     let inputs: Vec<HostInput> = g
         .node_inputs(id)
@@ -46,8 +46,8 @@ pub fn run(
         scale,
         zero_point,
     };
-    let (_, codes) = run_host_op(op, &inputs, &out).map_err(|e| PassError::Interp {
-        context: format!("host op '{}'", node.name),
+    let (_, codes) = run_host_op(op, &inputs, &out).map_err(|e| QError::HostOp {
+        node: node.name.clone(),
         msg: e.to_string(),
     })?;
     Ok(codes)

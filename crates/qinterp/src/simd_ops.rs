@@ -2,9 +2,9 @@
 
 use super::pool::pool;
 use super::{saturate, QTrace};
-use crate::qinterp::epilogue;
-use crate::quant::params::scale_zp;
-use crate::PassError;
+use crate::epilogue;
+use crate::scale_zp;
+use crate::QError;
 use nnac_ir::{EltwiseKind, EltwiseOp, Graph, NodeId, ScaleOp};
 use nnac_isa::arith::{eltwise_combine, eltwise_rescale};
 use nnac_isa::layouts::EltOp;
@@ -72,12 +72,12 @@ pub fn eltwise(
     a: &[i32],
     b: &[i32],
     trace: &mut QTrace,
-) -> Result<Vec<i32>, PassError> {
+) -> Result<Vec<i32>, QError> {
     let node = g.node(id);
     let ins = g.node_inputs(id);
     let (at, bt) = (g.value_type(ins[0]), g.value_type(ins[1]));
     let (za, zb) = (scale_zp(at).1, scale_zp(bt).1);
-    let err = || PassError::node("qinterp", &node.name, "eltwise op is not quantized");
+    let err = || QError::node(&node.name, "eltwise op is not quantized");
     let (rq, m) = (
         e.epilogue.requant.as_ref().ok_or_else(err)?,
         e.inputs.as_ref().ok_or_else(err)?,

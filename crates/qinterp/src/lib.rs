@@ -1,23 +1,31 @@
 //! The quantized reference interpreter: runs a quantized graph exactly as docs/ISA.md
 //! defines the arithmetic, written plainly (no tiling, no SRAM) — the bit-exact oracle
 //! for the simulator. Activations are held as integer codes; graph inputs are
-//! quantized (`clamp(round(x / s) + zp)`, the runtime's job) and graph outputs
-//! dequantized (`(q - zp) * s`).
+//! quantized by the runtime's one rule (`nnac_interp::host::quantize`) and graph
+//! outputs dequantized (`(q - zp) * s`).
+//!
+//! **Boundary:** this crate lives apart from the compiler whose output it judges: it
+//! depends on the IR (the quantized graph), the ISA's arithmetic (`nnac_isa::arith`,
+//! `nnac_isa::simd`) and the float interpreter (host ops run with its semantics),
+//! never on `nnac-passes` or the backend.
 //!
 //! Convolutions are computed as im2col + integer matrix products (`gemm.rs`): every
 //! accumulator is still the exact `bias + sum of products`, wrapped once at 30 bits.
 
-pub(crate) mod dot;
+pub mod dot;
 pub mod epilogue;
+mod error;
 mod gemm;
 mod host;
 mod pool;
+pub mod simd_float;
 mod simd_ops;
 
-use crate::float_eval::Frame;
-use crate::quant::params::{code_range, dequantize, quantize, scale_zp};
-use crate::PassError;
+pub use error::QError;
+use nnac_interp::host::{code_range, dequantize, quantize};
+pub use nnac_interp::Frame;
 use nnac_ir::{DType, DotOp, Graph, NnaOp, NodeId, Op, Tensor, TensorData, Value};
+use nnac_ir::{Quant, TensorType};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A value during quantized execution.
@@ -47,7 +55,7 @@ pub struct QTrace {
 
 /// Runs the quantized graph on float inputs (by input name); returns the dequantized
 /// outputs by output name (the convention of `nnac_interp::run_float`).
-pub fn run_quantized(g: &Graph, inputs: &Frame) -> Result<BTreeMap<String, Tensor>, PassError> {
+pub fn run_quantized(g: &Graph, inputs: &Frame) -> Result<BTreeMap<String, Tensor>, QError> {
     let (vals, _) = run_quantized_observed(g, inputs, &mut |_, _| {})?;
     Ok(dequantized_outputs(g, &vals))
 }
@@ -71,7 +79,7 @@ pub fn dequantized_outputs(g: &Graph, vals: &BTreeMap<NodeId, QVal>) -> BTreeMap
 
 /// Runs the quantized graph; returns the raw int8 / uint8 output codes by output name
 /// (a constant graph output stays f32).
-pub fn run_quantized_raw(g: &Graph, inputs: &Frame) -> Result<BTreeMap<String, Tensor>, PassError> {
+pub fn run_quantized_raw(g: &Graph, inputs: &Frame) -> Result<BTreeMap<String, Tensor>, QError> {
     let (vals, _) = run_quantized_observed(g, inputs, &mut |_, _| {})?;
     Ok(g.outputs()
         .iter()
@@ -100,9 +108,9 @@ pub fn run_quantized_observed(
     g: &Graph,
     inputs: &Frame,
     observe: &mut dyn FnMut(NodeId, &[i32]),
-) -> Result<(BTreeMap<NodeId, QVal>, QTrace), PassError> {
-    crate::calib::check_frame(g, inputs, 0)?;
-    let mut walk = Walk::new(g, "qinterp")?;
+) -> Result<(BTreeMap<NodeId, QVal>, QTrace), QError> {
+    check_frame(g, inputs, 0)?;
+    let mut walk = Walk::new(g)?;
     let mut vals: BTreeMap<NodeId, QVal> = BTreeMap::new();
     let mut trace = QTrace::default();
     for id in walk.take_order() {
@@ -126,7 +134,7 @@ pub fn run_quantized_observed(
 /// The walk of a quantized run: the nodes in topological order, and which values must
 /// be kept (a later node or a graph output reads them) and until when (each is dropped
 /// after its last reader has run).
-pub(crate) struct Walk {
+pub struct Walk {
     order: Vec<NodeId>,
     outputs: BTreeSet<NodeId>,
     /// Readers of each value that have not run yet.
@@ -134,11 +142,12 @@ pub(crate) struct Walk {
 }
 
 impl Walk {
-    /// The walk of `g` (`pass` names the caller in errors).
-    pub(crate) fn new(g: &Graph, pass: &'static str) -> Result<Walk, PassError> {
-        let order = g
-            .topo_order()
-            .map_err(|e| PassError::node(pass, &e.node, e.msg))?;
+    /// The walk of `g`.
+    pub fn new(g: &Graph) -> Result<Walk, QError> {
+        let order = g.topo_order().map_err(|e| QError::Cycle {
+            node: e.node,
+            msg: e.msg,
+        })?;
         let outputs = g.outputs().iter().map(|o| o.value.node).collect();
         let mut uses: BTreeMap<NodeId, usize> = BTreeMap::new();
         for &id in &order {
@@ -154,13 +163,13 @@ impl Walk {
     }
 
     /// The nodes to visit, in topological order.
-    pub(crate) fn take_order(&mut self) -> Vec<NodeId> {
+    pub fn take_order(&mut self) -> Vec<NodeId> {
         std::mem::take(&mut self.order)
     }
 
     /// Whether `id` is not run: an int8 constant that only dot ops use, as their
     /// weights (they read it from the graph, so the run does not turn it into codes).
-    pub(crate) fn skips(&self, g: &Graph, id: NodeId) -> bool {
+    pub fn skips(&self, g: &Graph, id: NodeId) -> bool {
         let v = Value::new(id, 0);
         dot::Weights::int8_const(g, v).is_some()
             && !self.outputs.contains(&id)
@@ -170,13 +179,13 @@ impl Walk {
     }
 
     /// Whether the value of `id` must be stored.
-    pub(crate) fn keeps(&self, id: NodeId) -> bool {
+    pub fn keeps(&self, id: NodeId) -> bool {
         self.uses.contains_key(&id) || self.outputs.contains(&id)
     }
 
     /// Counts the reads of `ins` by a node that has run; calls `drop` on every value
     /// no node reads any more.
-    pub(crate) fn release(&mut self, ins: &[Value], mut drop: impl FnMut(NodeId)) {
+    pub fn release(&mut self, ins: &[Value], mut drop: impl FnMut(NodeId)) {
         for input in ins {
             let left = self
                 .uses
@@ -191,12 +200,12 @@ impl Walk {
 }
 
 /// The exact accumulators of dot op `id` on the values `vals` of one run.
-pub(crate) fn dot_accumulators(
+pub fn dot_accumulators(
     g: &Graph,
     id: NodeId,
     d: &DotOp,
     vals: &BTreeMap<NodeId, QVal>,
-) -> Result<dot::Accumulators, PassError> {
+) -> Result<dot::Accumulators, QError> {
     let ins = g.node_inputs(id);
     let arg = |i: usize| codes_of(g, id, &ins, vals, i);
     let w = match dot::Weights::int8_const(g, ins[1]) {
@@ -213,20 +222,15 @@ fn codes_of<'a>(
     ins: &[Value],
     vals: &'a BTreeMap<NodeId, QVal>,
     i: usize,
-) -> Result<&'a [i32], PassError> {
-    let codes = vals[&ins[i].node].codes().ok_or_else(|| {
-        PassError::node(
-            "qinterp",
-            &g.node(id).name,
-            format!("input {i} is not quantized"),
-        )
-    })?;
+) -> Result<&'a [i32], QError> {
+    let codes = vals[&ins[i].node]
+        .codes()
+        .ok_or_else(|| QError::node(&g.node(id).name, format!("input {i} is not quantized")))?;
     // Every kernel indexes by the declared shape: a value of another length (a
     // producer that computed another batch) is an error here, not a panic there.
     let shape = &g.value_type(ins[i]).shape;
     if shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)) != Some(codes.len()) {
-        return Err(PassError::node(
-            "qinterp",
+        return Err(QError::node(
             &g.node(id).name,
             format!("input {i} holds {} codes for shape {shape:?}", codes.len()),
         ));
@@ -234,13 +238,13 @@ fn codes_of<'a>(
     Ok(codes)
 }
 
-pub(crate) fn eval_node(
+pub fn eval_node(
     g: &Graph,
     id: NodeId,
     inputs: &Frame,
     vals: &BTreeMap<NodeId, QVal>,
     trace: &mut QTrace,
-) -> Result<QVal, PassError> {
+) -> Result<QVal, QError> {
     let node = g.node(id);
     let ins = g.node_inputs(id);
     let arg = |i: usize| codes_of(g, id, &ins, vals, i);
@@ -290,7 +294,7 @@ pub(crate) fn eval_node(
         Op::Nna(NnaOp::Concat { axis }) => {
             let parts: Vec<(&[i32], Vec<usize>)> = (0..ins.len())
                 .map(|i| Ok((arg(i)?, g.value_type(ins[i]).shape.clone())))
-                .collect::<Result<_, PassError>>()?;
+                .collect::<Result<_, QError>>()?;
             QVal::Codes(concat(&parts, *axis))
         }
         Op::Nna(NnaOp::ChannelShuffle { groups }) => {
@@ -311,8 +315,7 @@ pub(crate) fn eval_node(
         }
         Op::Nna(NnaOp::Host(op)) => QVal::Codes(host::run(g, id, op, vals)?),
         other => {
-            return Err(PassError::node(
-                "qinterp",
+            return Err(QError::node(
                 &node.name,
                 format!("{} is not an op of the quantized IR", other.mnemonic()),
             ))
@@ -334,7 +337,43 @@ fn concat(parts: &[(&[i32], Vec<usize>)], axis: usize) -> Vec<i32> {
 }
 
 /// Clamps to a dtype's code range (the 8-bit output saturation).
-pub(crate) fn saturate(v: i32, d: DType) -> i32 {
+pub fn saturate(v: i32, d: DType) -> i32 {
     let (lo, hi) = code_range(d);
     v.clamp(lo, hi)
+}
+
+/// `(scale, zero_point)` of a per-tensor quantized type (`(1, 0)` otherwise: integer
+/// constants are codes of themselves).
+pub fn scale_zp(t: &TensorType) -> (f32, i32) {
+    match &t.quant {
+        Some(Quant::PerTensor { scale, zero_point }) => (*scale, *zero_point),
+        _ => (1.0, 0),
+    }
+}
+
+/// Checks that frame `index` gives every graph input with its element count.
+pub fn check_frame(g: &Graph, frame: &Frame, index: usize) -> Result<(), QError> {
+    for &id in g.inputs() {
+        let node = g.node(id);
+        let want = &node.outputs[0];
+        match frame.get(&node.name) {
+            None => {
+                return Err(QError::Frame {
+                    index,
+                    msg: format!("lacks input '{}'", node.name),
+                })
+            }
+            Some(t) if t.numel() != want.numel() => {
+                return Err(QError::Frame {
+                    index,
+                    msg: format!(
+                        "input '{}' needs shape {:?}, got {:?}",
+                        node.name, want.shape, t.shape
+                    ),
+                })
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }

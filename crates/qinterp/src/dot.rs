@@ -7,9 +7,9 @@
 use super::gemm;
 use super::pool::pool;
 use super::QTrace;
-use crate::qinterp::epilogue;
-use crate::quant::params::scale_zp;
-use crate::PassError;
+use crate::epilogue;
+use crate::scale_zp;
+use crate::QError;
 use nnac_ir::{ConvAttrs, ConvTransposeAttrs, DotKind, DotOp, Graph, NodeId, TensorData, Value};
 use rayon::prelude::*;
 
@@ -79,13 +79,13 @@ pub fn finish(
     d: &DotOp,
     acc: &Accumulators,
     trace: &mut QTrace,
-) -> Result<Vec<i32>, PassError> {
+) -> Result<Vec<i32>, QError> {
     let node = g.node(id);
     let rq = d
         .epilogue
         .requant
         .as_ref()
-        .ok_or_else(|| PassError::node("qinterp", &node.name, "dot op is not quantized"))?;
+        .ok_or_else(|| QError::node(&node.name, "dot op is not quantized"))?;
     let (m, spatial) = (acc.channels, &acc.spatial);
     let out_t = &node.outputs[0];
     let act = d.epilogue.act.as_ref();
@@ -121,20 +121,15 @@ pub fn accumulators(
     id: NodeId,
     d: &DotOp,
     (x, w, bias): (&[i32], Weights<'_>, &[i32]),
-) -> Result<Accumulators, PassError> {
+) -> Result<Accumulators, QError> {
     let node = g.node(id);
     let ins = g.node_inputs(id);
     let xt = g.value_type(ins[0]);
     let ws = &g.value_type(ins[1]).shape;
     let (_, zp) = scale_zp(xt);
     let narrow = |codes: &[i32], what: &str| {
-        gemm::to_i16(codes).map_err(|c| {
-            PassError::node(
-                "qinterp",
-                &node.name,
-                format!("{what} code {c} is not an 8-bit code"),
-            )
-        })
+        gemm::to_i16(codes)
+            .map_err(|c| QError::node(&node.name, format!("{what} code {c} is not an 8-bit code")))
     };
     let w = match w {
         Weights::Int8(w) => w.iter().map(|&c| i16::from(c)).collect(),
@@ -144,8 +139,7 @@ pub fn accumulators(
     let zp = narrow(&[zp], "input zero point")?[0];
     let (x, w) = (x.as_slice(), w.as_slice());
     if !matches!(d.kind, DotKind::Inner) && xt.shape.first() != Some(&1) {
-        return Err(PassError::node(
-            "qinterp",
+        return Err(QError::node(
             &node.name,
             format!(
                 "input of shape {:?}: the NNA computes one frame at a time (batch 1)",
