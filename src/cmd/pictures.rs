@@ -41,11 +41,15 @@ pub fn write_timeline(
     write_atomic(path, t.svg.as_bytes())
 }
 
+/// The program's file name and the model it was compiled from.
 fn title(name: &str, program: &Program) -> String {
+    let file = Path::new(name)
+        .file_name()
+        .map_or(name.to_string(), |f| f.to_string_lossy().into_owned());
     if program.meta.source_model.is_empty() {
-        name.to_string()
+        file
     } else {
-        format!("{name} ({})", program.meta.source_model)
+        format!("{file} ({})", program.meta.source_model)
     }
 }
 

@@ -73,7 +73,7 @@ pub fn graph_dot(g: &Graph, facts: &GraphFacts) -> String {
     let _ = writeln!(out, "digraph {} {{", q(&g.name));
     let _ = writeln!(
         out,
-        "  graph [rankdir=TB, fontname=\"DejaVu Sans\", fontsize=12, labelloc=t, label={}];",
+        "  graph [rankdir=TB, ranksep=0.3, nodesep=0.25, fontname=\"DejaVu Sans\", fontsize=12, labelloc=t, label={}];",
         q(&label)
     );
     out.push_str("  node [shape=box, style=\"rounded,filled\", fillcolor=\"#ffffff\", fontname=\"DejaVu Sans\", fontsize=10];\n");
@@ -111,12 +111,12 @@ pub fn graph_dot(g: &Graph, facts: &GraphFacts) -> String {
                     q(fill)
                 );
                 for (j, name) in m.iter().enumerate() {
-                    let _ = writeln!(out, "    \"n{k}_{j}\" [label={}, fontsize=9];", q(name));
+                    let _ = writeln!(out, "    \"n{k}_{j}\" [label={}, fontsize=8, height=0.2, margin=\"0.06,0.02\"];", q(name));
                 }
                 for j in 1..m.len() {
                     let _ = writeln!(
                         out,
-                        "    \"n{k}_{}\" -> \"n{k}_{j}\" [style=dashed];",
+                        "    \"n{k}_{}\" -> \"n{k}_{j}\" [style=dashed, arrowsize=0.5];",
                         j - 1
                     );
                 }
