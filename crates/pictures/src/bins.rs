@@ -100,3 +100,64 @@ pub fn draw_row(svg: &mut Svg, row: &Row, spans: &[Span]) -> usize {
     }
     aggregated
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(x0: f64, x1: f64, cycles: u64, key: usize) -> Span {
+        Span {
+            x0,
+            x1,
+            cycles,
+            key,
+            title: format!("k{key}"),
+        }
+    }
+
+    #[test]
+    fn wide_spans_are_drawn_and_narrow_ones_merged_by_dominant_key() {
+        let colour = |k: usize| if k == 0 { "#000000" } else { "#ffffff" };
+        let name = |k: usize| format!("layer{k}");
+        let row = Row {
+            y: 0.0,
+            h: 10.0,
+            class: "span",
+            colour: &colour,
+            key_name: &name,
+        };
+        let spans = vec![
+            span(0.0, 5.0, 500, 0),
+            // Column 10: key 1 has more cycles; column 11: key 1 alone -> one run.
+            span(10.1, 10.3, 5, 0),
+            span(10.4, 10.9, 9, 1),
+            span(11.2, 11.5, 3, 1),
+            // Column 20: key 0.
+            span(20.0, 20.5, 2, 0),
+        ];
+        let mut svg = Svg::new(100.0, 10.0);
+        assert_eq!(draw_row(&mut svg, &row, &spans), 4);
+        let doc = svg.finish("t");
+        let x = roxmltree::Document::parse(&doc).unwrap();
+        let rects: Vec<_> = x
+            .descendants()
+            .filter(|n| n.attribute("class").is_some_and(|c| c.starts_with("span")))
+            .map(|n| {
+                (
+                    n.attribute("x").unwrap().to_string(),
+                    n.attribute("width").unwrap().to_string(),
+                    n.attribute("fill").unwrap().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rects,
+            vec![
+                ("0".into(), "5".into(), "#000000".into()),
+                ("10".into(), "2".into(), "#ffffff".into()),
+                ("20".into(), "1".into(), "#000000".into()),
+            ]
+        );
+        assert!(doc.contains("3 spans under a pixel each (17 cycles), mostly layer1"));
+    }
+}

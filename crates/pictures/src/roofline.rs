@@ -363,3 +363,101 @@ pub fn roofline_svg(r: &Roofline) -> String {
     legend(&mut svg, r, HEIGHT - 42.0);
     svg.finish(&format!("Roofline: {}", r.title))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::figures::Ceilings;
+
+    fn point(name: &str, kind: Kind, hardware_bound: Option<f64>) -> LayerPoint {
+        LayerPoint {
+            name: name.into(),
+            kind,
+            ops: 2_000_000,
+            macs: 1_000_000,
+            cycles: 1000,
+            dram_bytes: 0,
+            sram_bytes: 40_000,
+            shape_bound: (kind != Kind::Simd).then_some(0.5),
+            hardware_bound,
+        }
+    }
+
+    fn figures(points: Vec<LayerPoint>) -> Roofline {
+        Roofline {
+            title: "t <&>".into(),
+            clock_hz: 2_000_000_000,
+            ceilings: Ceilings {
+                mac_ops_per_s: 36.864e12,
+                simd_ops_per_s: 192e9,
+                dram_bytes_per_s: 34e9,
+                sram_bytes_per_s: 448e9,
+            },
+            points,
+            without_compute: vec!["input".into()],
+        }
+    }
+
+    fn marks<'a>(doc: &'a roxmltree::Document, class: &str) -> Vec<roxmltree::Node<'a, 'a>> {
+        doc.descendants()
+            .filter(|n| n.attribute("class") == Some(class))
+            .collect()
+    }
+
+    #[test]
+    fn hardware_bound_is_drawn_when_known_and_between_point_and_shape_bound() {
+        let r = figures(vec![
+            point("a", Kind::Dot, Some(0.25)),
+            point("b", Kind::Pooled, None),
+            point("c", Kind::Simd, None),
+        ]);
+        let svg = roofline_svg(&r);
+        let doc = roxmltree::Document::parse(&svg).expect("well-formed");
+        // Two panels: one hardware mark each (layer a), two shape marks (a, b).
+        let hw = marks(&doc, "bound hardware");
+        assert_eq!(hw.len(), 2);
+        assert!(hw.iter().all(|n| n.attribute("data-layer") == Some("a")));
+        assert_eq!(marks(&doc, "bound shape").len(), 4);
+        let y = |n: &roxmltree::Node, a: &str| n.attribute(a).unwrap().parse::<f64>().unwrap();
+        let shape_a = marks(&doc, "bound shape")
+            .into_iter()
+            .find(|n| n.attribute("data-layer") == Some("a"))
+            .unwrap();
+        // 0.25 x peak lies below 0.5 x peak: a larger y; both above the point
+        // (2e6 ops in 1000 cycles at 2 GHz = 4 Tops/s < 9.2 Tops/s).
+        assert!(y(&hw[0], "y1") > y(&shape_a, "y1"));
+        let pt = doc
+            .descendants()
+            .find(|n| n.attribute("data-layer") == Some("a") && n.has_tag_name("g"))
+            .unwrap();
+        let t = pt.attribute("transform").unwrap();
+        let cy: f64 = t
+            .trim_end_matches(')')
+            .split(',')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(y(&hw[0], "y1") < cy);
+        assert!(svg.contains(">hardware bound</text>"));
+        assert_eq!(marks(&doc, "point").len(), 6);
+    }
+
+    #[test]
+    fn without_hardware_bounds_the_legend_says_so() {
+        let svg = roofline_svg(&figures(vec![point("a", Kind::Dot, None)]));
+        roxmltree::Document::parse(&svg).expect("well-formed");
+        assert!(svg.contains("hardware bound (not in this report)"));
+        assert!(svg.contains("Roofline: t &lt;&amp;&gt;"));
+    }
+
+    #[test]
+    fn an_empty_profile_still_draws_axes() {
+        let svg = roofline_svg(&figures(Vec::new()));
+        let doc = roxmltree::Document::parse(&svg).expect("well-formed");
+        assert!(marks(&doc, "point").is_empty());
+        assert!(doc
+            .descendants()
+            .any(|n| n.attribute("class") == Some("tick x major")));
+    }
+}
