@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""Compiles and profiles the light models and prints docs/PERFORMANCE.md section 7's table.
+"""Compiles and profiles the light and mobile models and prints docs/PERFORMANCE.md section 7's tables.
 
 Usage: perf_table.py [--nnac PATH] [--out DIR] [--models a,b,...] [--calib IMAGE]
                      [--profile-arg ARG ...]
 
-For every model: `nnac compile .cache/models/light/MODEL.onnx --calib IMAGE -o
+For every model: `nnac compile .cache/models/{light,arch}/MODEL.onnx --calib IMAGE -o
 DIR/MODEL.nnab --quiet`, then `nnac profile DIR/MODEL.nnab --json [ARGS]`, keeping the JSON
 in DIR/MODEL.json. Prints one markdown row per model from the JSON alone (the fields of
 PERFORMANCE.md section 5), so the table is reproducible. Cycles, the schedule floor and the
 cause columns are per frame (the body); the DRAM column is the prologue's traffic (weights loaded once, when
 resident) plus one frame's, against the lower bound (DRAM image + inputs + outputs). Needs scripts/setup.sh's cache
 and a built nnac (`cargo build --release --bin nnac`). Exits non-zero if a model fails.
+A second table gives every model's hardware bound (section 3.1): the fewest cycles any
+program could take for its work, the unit that sets it, and the work on each unit.
+The mobile models (scripts/make_arch_models.py) are in `.cache/models/arch`.
 """
 
 from __future__ import annotations
@@ -25,11 +28,37 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ["resnet50", "inception_v1", "inception_v2", "squeezenet", "densenet121",
           "shufflenet", "bvlc_alexnet", "zfnet512", "vgg19"]
+# torchvision's mobile networks built by scripts/make_arch_models.py (issue 24).
+ARCH_MODELS = ["mobilenet_v2", "efficientnet_b0", "mobilenet_v3_large"]
 CAUSES = ["mac_busy", "dma", "flags", "sram_ports", "simd_unload", "simd_work"]
 HEADER = ("| model | cycles | ms | frames/s | GMACs | MAC util | shape bound | util / bound "
           "| floor | best order / bound "
           "| DRAM (prologue + one frame) / lower bound | SRAM peak | host ops | MAC busy | DMA | flags "
           "| SRAM ports | SIMD unload | SIMD-only work |")
+
+
+HW_HEADER = ("| model | cycles | hardware bound (cycles) | set by | hw bound | MAC util "
+             "| util / hw bound | MAC terms | unloads | SIMD-only | DRAM (I/O) |")
+
+
+def hw_row(model: str, d: dict) -> str:
+    """The hardware bound (section 3.1) of one model's profile."""
+    w, hb, util = d["hw_work"], d.get("hardware_bound"), d["mac_utilization"]
+    cells = [
+        model,
+        f"{d['total_cycles']:,}",
+        f"{d['hw_bound_cycles']:,}",
+        w["limit"],
+        f"{100 * hb:.1f}%" if hb else "-",
+        f"{100 * util:.1f}%",
+        f"{100 * util / hb:.0f}%" if hb else "-",
+    ] + [f"{w[k]:,}" for k in ("mac", "unload", "simd_only", "dram")]
+    return "| " + " | ".join(cells) + " |"
+
+
+def model_path(m: str) -> Path:
+    light = ROOT / ".cache/models/light" / f"{m}.onnx"
+    return light if light.is_file() or m not in ARCH_MODELS else ROOT / ".cache/models/arch" / f"{m}.onnx"
 
 
 def row(model: str, d: dict) -> str:
@@ -69,16 +98,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nnac", default=str(ROOT / "target/release/nnac"))
     ap.add_argument("--out", default="/tmp/nnac-perf")
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--models", default=",".join(MODELS + ARCH_MODELS))
     ap.add_argument("--calib", default=str(ROOT / ".cache/models/images/astronaut.png"))
     ap.add_argument("--profile-arg", action="append", default=[],
                     help="extra argument for nnac profile (repeatable)")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows, failed = [], []
+    rows, hw_rows, failed = [], [], []
     for m in a.models.split(","):
-        model = ROOT / ".cache/models/light" / f"{m}.onnx"
+        model = model_path(m)
         prog, js = out / f"{m}.nnab", out / f"{m}.json"
         t = time.monotonic()
         c = subprocess.run([a.nnac, "compile", str(model), "--calib", a.calib, "-o", str(prog),
@@ -96,10 +125,15 @@ def main() -> int:
             continue
         js.write_text(p.stdout)
         rows.append(row(m, json.loads(p.stdout)))
+        hw_rows.append(hw_row(m, json.loads(p.stdout)))
         print(f"{m}: compiled in {secs:.1f} s, profiled", file=sys.stderr)
     print(HEADER)
     print("|" + "---|" * HEADER.count(" | ") + "---|")
     print("\n".join(rows))
+    print()
+    print(HW_HEADER)
+    print("|" + "---|" * HW_HEADER.count(" | ") + "---|")
+    print("\n".join(hw_rows))
     return 1 if failed else 0
 
 

@@ -175,9 +175,32 @@ fn profile_of_the_tiny_cnn() {
             Some(b) => assert!(lu <= b + 1e-12, "{}: {lu} > bound {b}", l["name"]),
             None => assert_eq!(u(l, "macs"), 0, "a layer with MACs has a shape bound: {l}"),
         }
+        if let Some(h) = l["hardware_bound"].as_f64() {
+            let s = f(l, "shape_bound");
+            assert!(
+                h > 0.0 && h <= s + 1e-12,
+                "{}: hardware bound {h} > shape bound {s}",
+                l["name"]
+            );
+        }
     }
     assert_eq!(layer_cycles, total);
     assert_eq!(layer_macs, u(&j, "macs"));
+    // The hardware bound (docs/PERFORMANCE.md 3.1): no program beats it.
+    let hw = u(&j, "hw_bound_cycles");
+    assert!(
+        hw > 0 && hw <= total,
+        "hardware bound {hw} cycles > the frame's {total}"
+    );
+    let hb = f(&j, "hardware_bound");
+    assert!(f(&j, "mac_utilization") <= hb + 1e-12 && hb <= f(&j, "shape_bound") + 1e-12);
+    let work = &j["hw_work"];
+    let busiest = [
+        u(work, "mac") + u(work, "simd_only"),
+        u(work, "unload") + u(work, "simd_only"),
+        u(work, "dram"),
+    ];
+    assert_eq!(busiest.into_iter().max().unwrap(), hw, "{work}");
 
     // The trace: valid JSON, both queue tracks, one slice per DMA/compute instruction.
     let trace = dir.join("trace.json");

@@ -5,7 +5,8 @@
 //! Prints the totals (cycles, time and frames per second at the configured clock, MAC
 //! utilization, DRAM bytes, SRAM peak, the schedule floor of every segment and of the
 //! frame, cycles by cause) and one line per layer (by
-//! source node name): MACs, cycles, utilization against the shape bound, stall cycles
+//! source node name): MACs, cycles, utilization against the shape bound and the
+//! hardware bound, stall cycles
 //! by cause, DRAM bytes. For a program with a prologue (weights resident in SRAM,
 //! docs/ISA.md 2.2) these are one frame's (the body's steady state) and the
 //! prologue's cycles and DRAM bytes are printed apart (once per load). `--json` prints the same as one JSON object (field names
@@ -17,7 +18,9 @@
 
 use crate::error::{write_atomic, CliError};
 use nnac_isa::{HwConfig, Program};
-use nnac_runtime_sim::timing::{analyze_with, Charge, LayerProfile, Profile, Unit, WhatIf};
+use nnac_runtime_sim::timing::{
+    analyze_with, Charge, LayerProfile, Profile, Unit, UnitWork, WhatIf,
+};
 use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -123,9 +126,23 @@ fn layer_json(l: &LayerProfile, rows: u64, cols: u64) -> Value {
         "utilization": l.utilization(rows, cols),
         "shape_bound": l.shape_bound,
         "min_cycles": l.min_cycles,
+        "hardware_bound": l.hardware_bound,
+        "hw_min_cycles": l.hw_work.cycles(),
+        "hw_work": hw_work_json(&l.hw_work),
         "stalls": stalls_json(&l.charge),
         "dram_bytes": { "read": l.dram_read, "written": l.dram_written },
         "broken_slices": l.broken_slices,
+    })
+}
+
+/// The least work per unit behind a hardware bound (docs/PERFORMANCE.md 3.1).
+fn hw_work_json(w: &UnitWork) -> Value {
+    json!({
+        "mac": w.mac,
+        "unload": w.unload,
+        "simd_only": w.simd_only,
+        "dram": w.dram,
+        "limit": w.limit(),
     })
 }
 
@@ -148,6 +165,9 @@ pub fn to_json(name: &str, program: &Program, p: &Profile) -> Value {
         "macs": p.macs,
         "mac_utilization": p.mac_utilization(),
         "shape_bound": p.shape_bound(),
+        "hardware_bound": p.hardware_bound(),
+        "hw_bound_cycles": p.hw_bound_cycles(),
+        "hw_work": hw_work_json(&p.hw_work()),
         "assume_packet_rule": p.params.assume_packet_rule,
         "dram_bytes": {
             "read": p.dram_read,
@@ -233,6 +253,23 @@ fn floor_lines(s: &mut String, p: &Profile) {
     );
 }
 
+/// The hardware bound and the unit work behind it (docs/PERFORMANCE.md 3.1).
+fn hw_bound_line(s: &mut String, p: &Profile) {
+    let Some(b) = p.hardware_bound() else { return };
+    let (w, c) = (p.hw_work(), p.hw_bound_cycles());
+    let _ = writeln!(
+        s,
+        "hardware bound: {} ({} of it): at least {c} cycles, set by the {} (MAC terms {}, unloads {}, SIMD-only {}, DRAM {})",
+        pct(b),
+        pct(p.mac_utilization() / b),
+        w.limit(),
+        w.mac,
+        w.unload,
+        w.simd_only,
+        w.dram
+    );
+}
+
 fn summary(name: &str, program: &Program, p: &Profile) -> String {
     let mut s = String::new();
     let c = &p.charge;
@@ -285,6 +322,7 @@ fn summary(name: &str, program: &Program, p: &Profile) -> String {
         );
     }
     floor_lines(&mut s, p);
+    hw_bound_line(&mut s, p);
     let _ = writeln!(
         s,
         "cycles by cause: MAC {}, SIMD-only work {}, waiting on DMA {}, on flags {}, SRAM ports {}, SIMD unload {}",
@@ -346,8 +384,8 @@ fn text(name: &str, program: &Program, p: &Profile) -> String {
     let mut s = summary(name, program, p);
     let _ = writeln!(
         s,
-        "\n{:>14} {:>11} {:>7} {:>7} {:>7} {:>10} {:>10} {:>10} {:>10} {:>11}  layer (ops)",
-        "MACs", "cycles", "util", "bound", "of bnd", "dma", "flags", "ports", "unload", "DRAM"
+        "\n{:>14} {:>11} {:>7} {:>7} {:>7} {:>7} {:>7} {:>10} {:>10} {:>10} {:>10} {:>11}  layer (ops)",
+        "MACs", "cycles", "util", "bound", "of bnd", "hw bnd", "of hw", "dma", "flags", "ports", "unload", "DRAM"
     );
     for l in &p.layers {
         let util = l.utilization(rows, cols);
@@ -355,14 +393,20 @@ fn text(name: &str, program: &Program, p: &Profile) -> String {
             Some(b) => (pct(b), pct(util / b)),
             None => ("-".into(), "-".into()),
         };
+        let (hw, of_hw) = match l.hardware_bound {
+            Some(b) => (pct(b), pct(util / b)),
+            None => ("-".into(), "-".into()),
+        };
         let _ = writeln!(
             s,
-            "{:>14} {:>11} {:>7} {:>7} {:>7} {:>10} {:>10} {:>10} {:>10} {:>11}  {} ({})",
+            "{:>14} {:>11} {:>7} {:>7} {:>7} {:>7} {:>7} {:>10} {:>10} {:>10} {:>10} {:>11}  {} ({})",
             l.macs,
             l.cycles,
             pct(util),
             bound,
             of,
+            hw,
+            of_hw,
             l.charge.dma,
             l.charge.flags,
             l.charge.sram_ports,

@@ -50,6 +50,7 @@ pub mod act;
 pub mod alloc;
 mod bands;
 mod cascade;
+mod eltwise_hwc;
 mod emit;
 mod error;
 mod gap;

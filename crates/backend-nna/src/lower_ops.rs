@@ -420,7 +420,6 @@ impl<'g> Walk<'g> {
         let m = e.inputs.as_ref().ok_or("eltwise input rescaling missing")?;
         let c = aa.c as usize;
         let ep = epilogue(&e.epilogue, c)?;
-        let cb = self.param(&name, &chan_table(&ep.entries));
         let out = self.px_output(id)?;
         let oa = out.act().clone();
         // b broadcast over a's pixels (one value per channel): row and pixel pitch 0.
@@ -456,9 +455,18 @@ impl<'g> Walk<'g> {
             b_mult: m.b.mult,
             a_shift: u32::from(m.a.shift),
             b_shift: u32::from(m.b.shift),
-            simd: ep.program,
+            simd: ep.program.clone(),
             ..Eltwise::default()
         };
+        let in_order = (!self.out.sp.px_split)
+            .then(|| crate::eltwise_hwc::over_memory_order(&t, &aa, &ba, &oa, &ep.entries))
+            .flatten();
+        let entries = if in_order.is_some() {
+            &ep.entries[..1]
+        } else {
+            &ep.entries[..]
+        };
+        let cb = self.param(&name, &chan_table(entries));
         if self.out.sp.px_split {
             let ins = [a_src, b_src];
             let (tp, tc) = (self.tile_pixels, self.hw.mac_cols);
@@ -479,7 +487,18 @@ impl<'g> Walk<'g> {
         let (Src::Sram(a), Src::Sram(b), Src::Sram(out)) = (a_src, b_src, out) else {
             return Err("spilled operand of an unsplit ELTWISE".into());
         };
-        let tl = tiles(aa.pixels(), aa.c, self.tile_pixels, self.hw.mac_cols);
+        let (t, tl) = match in_order {
+            // One "channel" of H*W rows of C: tiles of as many elements as before.
+            Some(m) => {
+                let per_tile = self.tile_pixels.saturating_mul(aa.c.min(self.hw.mac_cols));
+                let n = m.h * m.w;
+                (m, tiles(n, 1, per_tile.max(1), 1))
+            }
+            None => (
+                t,
+                tiles(aa.pixels(), aa.c, self.tile_pixels, self.hw.mac_cols),
+            ),
+        };
         self.out
             .layers
             .push((name.clone(), "ELTWISE".into(), tl.len()));

@@ -634,10 +634,12 @@ fn gates_and_squeeze_excitation_run_as_eltwise_mul_and_max() {
             _ => None,
         })
         .collect();
-    // The SE product reads its gate broadcast over the pixels (row and pixel pitch 0).
-    assert!(elt
-        .iter()
-        .any(|e| e.op == EltOp::Mul && e.b_row_pitch == 0 && e.b_pix_pitch == 0));
+    // The SE product reads its HWC map in memory order (`eltwise_hwc.rs`): one
+    // "channel" of 168 rows (the pixels) of 24 (the channels), the gate the same 24
+    // bytes for every row (row pitch 0).
+    assert!(elt.iter().any(|e| e.op == EltOp::Mul
+        && (e.h, e.w, e.c) == (168, 24, 1)
+        && (e.b_row_pitch, e.b_pix_pitch) == (0, 1)));
     assert!(elt
         .iter()
         .any(|e| e.op == EltOp::Mul && e.b_row_pitch > 0 && e.b_pix_pitch > 0));
@@ -655,7 +657,7 @@ fn gates_and_squeeze_excitation_run_as_eltwise_mul_and_max() {
     // it is stored HWC and the pool takes the channels as pixels (168 taps, 1 channel).
     assert!(elt
         .iter()
-        .any(|e| e.a_chan_pitch == 1 && e.a_pix_pitch == 24));
+        .any(|e| e.op == EltOp::Max && e.b_chan_pitch == 1 && e.b_pix_pitch == 24));
     assert!(p
         .instrs
         .iter()
@@ -956,4 +958,55 @@ fn an_upsampling_read_only_by_a_concatenation_writes_into_it() {
         rep.layers
     );
     assert_eq!(assert_bit_exact(&q, &p, 73, &shape), 4 * 12 * 16);
+}
+
+#[test]
+fn squeeze_excitation_product_runs_in_its_hwc_operands_memory_order() {
+    // A MobileNet-v3 block's SE: the depthwise map is read by the global pool and by
+    // the gate product, so it is stored HWC; the product reads it contiguously as one
+    // "channel" of H*W rows of C (`eltwise_hwc.rs`), writing the planar output.
+    let shape = [1, 3, 9, 11];
+    let mut rng = Rng(31);
+    let mut g = Graph::new("se");
+    let x = input(&mut g, &shape);
+    let a = conv(&mut g, &mut rng, "expand", x, 120, 1, 1, 1);
+    let a = relu(&mut g, "expand_relu", a);
+    let d = conv(&mut g, &mut rng, "dw", a, 120, 3, 1, 120);
+    let d = relu(&mut g, "dw_relu", d);
+    let p = node(&mut g, "gap", Op::GlobalPool(nnac_ir::PoolKind::Avg), &[d]);
+    let s = conv(&mut g, &mut rng, "fc1", p, 32, 1, 1, 1);
+    let s = relu(&mut g, "fc1_relu", s);
+    let s = conv(&mut g, &mut rng, "fc2", s, 120, 1, 1, 1);
+    let hs = Activation::HardSigmoid {
+        alpha: 1.0 / 6.0,
+        beta: 0.5,
+    };
+    let s = act(&mut g, "gate", hs, s);
+    let m = node(&mut g, "se_mul", Op::Binary(BinaryOp::Mul), &[d, s]);
+    let y = conv(&mut g, &mut rng, "project", m, 24, 1, 1, 1);
+    g.add_output("y", y);
+    let q = quantize_graph(g, &shape);
+    let hw = HwConfig::fsd();
+    let (p, _) = lower_ok(&q, &hw);
+    assert_well_formed(&q, &hw, &p);
+    let muls: Vec<&Eltwise> = p
+        .instrs
+        .iter()
+        .filter_map(|i| match i {
+            Instr::Eltwise(e) if e.op == EltOp::Mul => Some(e),
+            _ => None,
+        })
+        .collect();
+    assert!(!muls.is_empty());
+    for e in &muls {
+        assert_eq!((e.h, e.w, e.c), (99, 120, 1), "{e:?}");
+        assert_eq!((e.a_row_pitch, e.a_pix_pitch, e.b_row_pitch), (120, 1, 0));
+        assert_eq!((e.out_row_pitch, e.out_pix_pitch), (1, 99));
+    }
+    assert_eq!(
+        muls.iter().map(|e| e.pix_count).sum::<u32>(),
+        99 * 120,
+        "the tiles cover every element once"
+    );
+    assert!(assert_bit_exact(&q, &p, 32, &shape) > 0);
 }

@@ -283,7 +283,7 @@ impl Rng {
 /// A random conv layer, tiled into random pixel x channel tiles, with its weights
 /// DMA'd in first (flag F0) and released by the last tile.
 fn random_layer(rng: &mut Rng, name: &str, names: &mut Vec<String>) -> Vec<Instr> {
-    let groups = [1, 1, 1, 2, 4][rng.range(0, 4) as usize];
+    let groups = [1, 1, 1, 2, 4, 16][rng.range(0, 5) as usize];
     let in_c = groups * rng.range(1, 24);
     let out_c = groups * rng.range(1, 60);
     let k = [1, 3, 5][rng.range(0, 2) as usize];
@@ -369,6 +369,27 @@ fn random_programs_respect_the_invariants() {
             assert!(f.cycles() > 0, "case {case}: every segment has work");
         }
         assert!(p.floor_cycles() <= p.total_cycles, "case {case}");
+        // No program beats the hardware bound, which is never above the shape bound.
+        let hw = p.hw_bound_cycles();
+        assert!(
+            hw > 0 && hw <= p.total_cycles,
+            "case {case}: {hw} > {}",
+            p.total_cycles
+        );
+        let (b, sb) = (p.hardware_bound().unwrap(), p.shape_bound().unwrap());
+        assert!(
+            p.mac_utilization() <= b + 1e-12 && b <= sb + 1e-12,
+            "case {case}"
+        );
+        for l in &p.layers {
+            if let (Some(h), Some(s)) = (l.hardware_bound, l.shape_bound) {
+                assert!(
+                    h <= s + 1e-12,
+                    "case {case} {}: {h} > shape bound {s}",
+                    l.name
+                );
+            }
+        }
         let again = analyze(&prog, None).unwrap();
         assert_eq!(again.timeline, p.timeline, "case {case}: not deterministic");
     }

@@ -67,6 +67,8 @@ pub struct DotCost {
     /// Tile pixels `[start, end)` and channels `[start, end)`.
     pub pix: (u64, u64),
     pub chans: (u64, u64),
+    /// Cycles its SIMD program takes per accumulator row (`simd_row_cycles`).
+    pub simd_row: u64,
 }
 
 /// Cycles a SIMD program of `len` instructions spends per accumulator row.
@@ -212,6 +214,7 @@ pub fn dot_cost(d: &DotProduct, kind: DotKind, prm: &TimingParams) -> DotCost {
         },
         pix: (p0, p0 + pn),
         chans: (c0, c0 + cn),
+        simd_row: row,
     }
 }
 

@@ -178,6 +178,7 @@ mod tests {
             },
             pix: (0, 1),
             chans: (0, 1),
+            simd_row: 1,
         }))
     }
 

@@ -3,6 +3,8 @@
 //! one shape and the DMA instructions that precede them).
 
 use super::cost::InstrCost;
+use super::hw_bound::{as_utilization, dma_work, UnitWork};
+use super::params::TimingParams;
 use super::shape::Coverage;
 use super::timeline::{Charge, Timeline, Unit};
 use nnac_isa::{Instr, LayerTable};
@@ -33,6 +35,11 @@ pub struct LayerProfile {
     pub shape_bound: Option<f64>,
     /// Fewest MAC-array cycles its output slicing allows (the shape bound's divisor).
     pub min_cycles: u64,
+    /// The least work of the layer on each unit (`hw_bound.rs`).
+    pub hw_work: UnitWork,
+    /// The hardware bound: MACs over `hw_work.cycles()` x rows x cols; `None` for
+    /// layers without dot products.
+    pub hardware_bound: Option<f64>,
 }
 
 impl LayerProfile {
@@ -51,6 +58,8 @@ impl LayerProfile {
             broken_slices: 0,
             shape_bound: None,
             min_cycles: 0,
+            hw_work: UnitWork::default(),
+            hardware_bound: None,
         }
     }
 
@@ -113,18 +122,26 @@ fn fallback_names(instrs: &[Instr]) -> Vec<String> {
     out
 }
 
+/// The program facts [`aggregate`] sums over: its instructions, their costs and
+/// layer names, and the DRAM ranges of the network's inputs and outputs.
+pub struct Program<'a> {
+    pub instrs: &'a [Instr],
+    pub costs: &'a [InstrCost],
+    pub names: &'a [String],
+    pub io: &'a [(u64, u64)],
+}
+
 /// Sums the timeline per layer over the instructions from `from` on (the body of a
 /// program with a prologue, docs/PERFORMANCE.md 1.1), in order of each layer's
 /// first instruction.
-pub fn aggregate(
-    instrs: &[Instr],
-    costs: &[InstrCost],
-    tl: &Timeline,
-    names: &[String],
-    from: usize,
-    dims: (u64, u64),
-) -> Vec<LayerProfile> {
-    let (rows, cols) = dims;
+pub fn aggregate(p: &Program, tl: &Timeline, from: usize, prm: &TimingParams) -> Vec<LayerProfile> {
+    let Program {
+        instrs,
+        costs,
+        names,
+        io,
+    } = *p;
+    let (rows, cols) = (prm.rows, prm.cols);
     let mut by_name: BTreeMap<&str, (LayerProfile, Coverage)> = BTreeMap::new();
     for (i, ins) in instrs.iter().enumerate().skip(from) {
         let (l, cov) = by_name
@@ -145,8 +162,10 @@ pub fn aggregate(
             InstrCost::Dma(d) => {
                 l.dram_read += d.dram_read;
                 l.dram_written += d.dram_written;
+                l.hw_work.dram += dma_work(ins, &costs[i], io, prm);
             }
-            _ => {}
+            InstrCost::Simd(s) => l.hw_work.simd_only += s.work,
+            InstrCost::Stop => {}
         }
     }
     let mut out: Vec<LayerProfile> = by_name
@@ -155,6 +174,8 @@ pub fn aggregate(
             l.cycles = l.charge.total();
             l.shape_bound = cov.bound(l.macs, rows, cols);
             l.min_cycles = cov.min_cycles(rows, cols);
+            l.hw_work.add(&cov.work(prm));
+            l.hardware_bound = as_utilization(l.macs, l.hw_work.cycles(), prm);
             l
         })
         .collect();

@@ -10,7 +10,8 @@
 //! - [`pipeline`]: MAC array, accumulator / shift-register double buffering, SIMD unit.
 //! - [`scheduler`]: the two queues, the flags, STOP-separated segments.
 //! - [`timeline`]: when each instruction ran and what each cycle is charged to.
-//! - [`shape`]: the shape bound; [`layers`]: per-layer aggregation.
+//! - [`shape`]: the shape bound; [`hw_bound`]: the hardware bound; [`layers`]:
+//!   per-layer aggregation.
 //! - [`floor`]: the schedule floor, each segment's busiest unit.
 //!
 //! Entry point: [`analyze`].
@@ -18,6 +19,7 @@
 pub mod cost;
 pub mod dot_cost;
 pub mod floor;
+pub mod hw_bound;
 pub mod layers;
 pub mod packet;
 pub mod params;
@@ -28,6 +30,7 @@ pub mod simd_cost;
 pub mod timeline;
 
 pub use floor::SegmentFloor;
+pub use hw_bound::UnitWork;
 pub use layers::{LayerProfile, PROGRAM_LAYER};
 pub use params::TimingParams;
 pub use timeline::{Charge, InstrTiming, SegmentTiming, Timeline, Unit};
@@ -152,6 +155,30 @@ impl Profile {
         self.layers.iter().map(|l| l.min_cycles).sum()
     }
 
+    /// The least work of one frame on each unit: the layers' [`UnitWork`] summed
+    /// (units run concurrently, so one layer's unloads may hide under another's
+    /// passes), plus one DMA latency when the frame moves inputs or outputs.
+    pub fn hw_work(&self) -> UnitWork {
+        let mut w = UnitWork::default();
+        self.layers.iter().for_each(|l| w.add(&l.hw_work));
+        if w.dram > 0 {
+            w.dram += self.params.dma_latency;
+        }
+        w
+    }
+
+    /// The fewest cycles any program of this ISA could take for this frame's work on
+    /// this configuration (docs/PERFORMANCE.md 3.1): the busiest unit of
+    /// [`Profile::hw_work`].
+    pub fn hw_bound_cycles(&self) -> u64 {
+        self.hw_work().cycles()
+    }
+
+    /// The hardware bound as a MAC utilization (`None` without dot products).
+    pub fn hardware_bound(&self) -> Option<f64> {
+        hw_bound::as_utilization(self.macs, self.hw_bound_cycles(), &self.params)
+    }
+
     /// The schedule floor of one frame: the sum of the body's segments' floors
     /// (`floor.rs`), the fewest cycles any order of these instructions could take.
     pub fn floor_cycles(&self) -> u64 {
@@ -273,8 +300,14 @@ pub fn analyze_with(
     })?;
     let names = layers::layer_names(&program.instrs, program.layers.as_ref());
     let body = program.body_start();
-    let dims = (prm.rows, prm.cols);
-    let layers = layers::aggregate(&program.instrs, &costs, &tl, &names, body, dims);
+    let io = hw_bound::io_ranges(&program.io);
+    let facts = layers::Program {
+        instrs: &program.instrs,
+        costs: &costs,
+        names: &names,
+        io: &io,
+    };
+    let layers = layers::aggregate(&facts, &tl, body, &prm);
     let prologue = prologue_profile(program, &costs, &tl);
     let sum = |f: fn(&LayerProfile) -> u64| layers.iter().map(f).sum::<u64>();
     let io_bytes: u64 = program

@@ -5,6 +5,8 @@
 //! cannot exceed `MACs / (that * rows * cols)` (at most 1).
 
 use super::dot_cost::{DotCost, DotShape};
+use super::hw_bound::{dot_work, UnitWork};
+use super::params::TimingParams;
 use std::collections::BTreeMap;
 
 /// The pixels and channels a layer's instructions cover, per dot-product shape.
@@ -13,8 +15,14 @@ pub struct Coverage {
     shapes: BTreeMap<DotShape, Ranges>,
 }
 
-/// Pixel ranges and channel ranges of a shape's tiles.
-type Ranges = (Vec<(u64, u64)>, Vec<(u64, u64)>);
+/// Pixel ranges and channel ranges of a shape's tiles, and the shortest SIMD program
+/// (cycles per accumulator row) among them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Ranges {
+    pix: Vec<(u64, u64)>,
+    chans: Vec<(u64, u64)>,
+    simd_row: Option<u64>,
+}
 
 /// Number of integers in the union of half-open ranges.
 fn union_len(ranges: &[(u64, u64)]) -> u64 {
@@ -34,16 +42,27 @@ fn union_len(ranges: &[(u64, u64)]) -> u64 {
 impl Coverage {
     pub fn add(&mut self, d: &DotCost) {
         let e = self.shapes.entry(d.shape).or_default();
-        e.0.push(d.pix);
-        e.1.push(d.chans);
+        e.pix.push(d.pix);
+        e.chans.push(d.chans);
+        e.simd_row = Some(e.simd_row.map_or(d.simd_row, |r| r.min(d.simd_row)));
+    }
+
+    /// The least work of the covered outputs on each unit (`hw_bound.rs`).
+    pub fn work(&self, prm: &TimingParams) -> UnitWork {
+        let mut w = UnitWork::default();
+        for (s, r) in &self.shapes {
+            let (pix, chans) = (union_len(&r.pix), union_len(&r.chans));
+            w.add(&dot_work(s, pix, chans, r.simd_row.unwrap_or(1), prm));
+        }
+        w
     }
 
     /// Fewest MAC-array cycles any schedule needs for the covered outputs.
     pub fn min_cycles(&self, rows: u64, cols: u64) -> u64 {
         self.shapes
             .iter()
-            .map(|(s, (pix, chans))| {
-                union_len(pix).div_ceil(rows) * union_len(chans).div_ceil(cols) * s.terms
+            .map(|(s, r)| {
+                union_len(&r.pix).div_ceil(rows) * union_len(&r.chans).div_ceil(cols) * s.terms
             })
             .sum()
     }
@@ -80,6 +99,7 @@ mod tests {
             },
             pix,
             chans,
+            simd_row: 1,
         }
     }
 
