@@ -162,6 +162,7 @@ fn check_roofline(svg: &str, j: &Value) {
         let strip = with_class(panel, "no-traffic")[0];
         let strip_x = num(strip, "x1");
         let points = with_class(panel, "point");
+        let mut hardware_marks = 0;
         let mut drawn: Vec<&str> = points.iter().map(|p| attr(*p, "data-layer")).collect();
         drawn.sort_unstable();
         assert_eq!(drawn, with_compute, "{memory} panel: one marker per layer");
@@ -214,7 +215,34 @@ fn check_roofline(svg: &str, j: &Value) {
                     "{name}: the bound is above the point"
                 );
             }
+            // The hardware bound (docs/PERFORMANCE.md 3.1), where the report has it.
+            let hw = with_class(panel, "bound")
+                .into_iter()
+                .find(|n| has_class(*n, "hardware") && n.attribute("data-layer") == Some(name));
+            match (l["hardware_bound"].as_f64().filter(|b| *b > 0.0), hw) {
+                (Some(b), Some(m)) => {
+                    close(
+                        &format!("{name} hardware bound"),
+                        num(m, "y1"),
+                        ya.px(b * peak),
+                    );
+                    hardware_marks += 1;
+                }
+                (None, None) => {}
+                (b, m) => panic!(
+                    "{name}: hardware bound {b:?}, marker drawn: {}",
+                    m.is_some()
+                ),
+            }
         }
+        let dot_layers = layers
+            .values()
+            .filter(|l| l["macs"].as_u64() > Some(0))
+            .count();
+        assert!(
+            hardware_marks >= dot_layers,
+            "{memory} panel: a hardware bound above every dot product ({hardware_marks} of {dot_layers})"
+        );
     }
 }
 
