@@ -13,6 +13,8 @@
 #   6. MobileNet-v2/v3-Large, EfficientNet-B0 and Inception-v4 (299 and 960x1280) built
 #      with onnx.helper, seeded random weights, in $ROOT/.cache/models/arch
 #      (scripts/make_arch_models.py).
+#   7. Graphviz `dot` (Debian package graphviz, when missing and run as root), which
+#      renders `nnac compile --graph FILE.svg` (tests/cli_pictures.rs, scripts/gallery.sh).
 # A second run does no network access and takes about a second.
 # Needs python3 (3.11) with the venv module and access to PyPI on the first run.
 set -euo pipefail
@@ -51,6 +53,17 @@ make_venv() {
     req_hash >"$STAMP"
 }
 
+ensure_graphviz() {
+    command -v dot >/dev/null && return 0
+    if [[ "$(id -u)" -eq 0 ]] && command -v apt-get >/dev/null; then
+        log "installing Graphviz (apt-get install graphviz)"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null
+    else
+        log "warning: Graphviz dot is missing: install the graphviz package (tests/cli_pictures.rs needs it)"
+    fi
+}
+
 main() {
     local t0=$SECONDS
     if venv_ok; then
@@ -65,6 +78,7 @@ main() {
     "$py" "$ROOT/scripts/make_light_models.py"
     "$py" "$ROOT/scripts/make_caffe_models.py"
     "$py" "$ROOT/scripts/make_arch_models.py"
+    ensure_graphviz
     log "done in $((SECONDS - t0)) s"
 }
 

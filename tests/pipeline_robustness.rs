@@ -11,7 +11,7 @@
 //! rounding (its input Hessians see the mutated shapes and values). A
 //! further campaign edits the tiny CNN's compiled program
 //! (fields, flags, order) and runs it through the hazard checker, the listings, the
-//! timing model and the simulator. (The importers' byte-level corruption tests live in
+//! timing model with its roofline and timeline pictures, and the simulator. (The importers' byte-level corruption tests live in
 //! crates/frontend/tests/*_robustness.rs; these mutations decode cleanly, so they
 //! reach the passes and the backend.)
 
@@ -500,12 +500,16 @@ fn tiny_program() -> nnac_isa::Program {
 }
 
 /// Every consumer of a program: the static hazard checker, both listings, the timing
-/// model and the simulator under two schedules.
+/// model and its pictures (roofline, timeline), and the simulator under two schedules.
 fn consume(p: &nnac_isa::Program) -> Stage {
     let _ = nnac_isa::hazard::check_program(p);
     let _ = nnac_isa::listing::table::listing(p);
     let _ = nnac_isa::listing::disassemble(p, None);
-    let _ = nnac_runtime_sim::timing::analyze(p, None);
+    if let Ok(prof) = nnac_runtime_sim::timing::analyze(p, None) {
+        let r = nnac_pictures::roofline_figures("mutant", p, &prof, |_| None);
+        let _ = nnac_pictures::roofline_svg(&r);
+        let _ = nnac_pictures::timeline_svg("mutant", &prof);
+    }
     let inputs: Vec<(String, Vec<u8>)> =
         p.io.iter()
             .filter(|d| d.dir == IoDir::Input)

@@ -3,6 +3,7 @@
 
 use super::common::{self, ModelArgs, QuantArgs};
 use super::frames::{self, Preprocess};
+use super::pictures;
 use crate::error::{write_atomic, CliError};
 use nnac_passes::{DumpSpec, Frame, PassOptions, Progress, ProgressEvent};
 use std::collections::BTreeMap;
@@ -55,6 +56,11 @@ pub struct Args {
     /// plan and streams the rest every frame; `off` always streams them.
     #[arg(long, default_value = "auto", value_parser = ["auto", "off"])]
     pub resident_weights: String,
+    /// Write the compiled graph: fused groups boxed, host ops in another colour,
+    /// cycles per node. `.svg` is rendered by Graphviz `dot` when it is installed
+    /// (else the DOT text goes to FILE.dot, with a note); `.dot` writes the DOT text.
+    #[arg(long, value_name = "FILE.svg|FILE.dot")]
+    pub graph: Option<PathBuf>,
 }
 
 pub fn load_hw(path: Option<&Path>) -> Result<nnac_isa::HwConfig, CliError> {
@@ -150,6 +156,11 @@ fn draw_progress(e: ProgressEvent) {
 pub fn run(args: Args) -> Result<(), CliError> {
     let mut times = StageTimes::default();
     let hw = load_hw(args.hw.as_deref())?;
+    let graph_format = args
+        .graph
+        .as_deref()
+        .map(pictures::graph_format)
+        .transpose()?;
     let graph = common::load(&args.model)?;
     times.lap("import");
     let frames = calib_frames(&args.calib, &args.pre, &graph)?;
@@ -219,6 +230,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
     }
     write_atomic(&out, &bytes)?;
     times.lap("encode + write");
+    if let (Some(path), Some(f)) = (&args.graph, graph_format) {
+        pictures::write_graph(path, f, &compiled.graph, &compiled.report, &program, &hw)?;
+        times.lap("graph picture");
+    }
     if args.time_passes {
         eprint!("{}", nnac_passes::report::time_table(&times.rows));
     }

@@ -7,6 +7,7 @@ pub mod frame_shape;
 pub mod frames;
 pub mod inspect;
 pub mod outputs;
+pub mod pictures;
 pub mod profile;
 pub mod run;
 pub mod verify;

@@ -13,7 +13,8 @@
 //! documented in docs/PERFORMANCE.md). `--trace` writes a Chrome trace (one track per
 //! queue, one slice per instruction) for Perfetto or chrome://tracing. `--hw` times
 //! the program on another configuration that differs only in timing keys (clock,
-//! DRAM bandwidth, SRAM ports, banks, cache).
+//! DRAM bandwidth, SRAM ports, banks, cache). `--roofline` and `--timeline` write SVG
+//! pictures of one frame (`nnac-pictures`, written by `pictures.rs`).
 
 use crate::error::{write_atomic, CliError};
 use nnac_isa::{HwConfig, Program};
@@ -43,6 +44,15 @@ pub struct Args {
     /// channel-blocked layout of docs/ISA.md 4.1), to see what the layout costs.
     #[arg(long)]
     pub assume_packet_rule: bool,
+    /// Write a roofline of one frame (SVG): every layer's attained ops/s against its
+    /// ops per DRAM byte and per SRAM byte, under the MAC, SIMD, DRAM and SRAM-port
+    /// ceilings, with its shape bound (and hardware bound, when known) above it.
+    #[arg(long, value_name = "FILE.svg")]
+    pub roofline: Option<PathBuf>,
+    /// Write the timeline of one frame (SVG): the DMA and compute queues coloured by
+    /// layer, the cycles coloured by cause, host ops as gaps.
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
@@ -64,8 +74,15 @@ pub fn run(args: Args) -> Result<(), CliError> {
             .map_err(|e| CliError::internal("writing the trace", e.to_string()))?;
         write_atomic(path, &t)?;
     }
+    let report = to_json(&name, &program, &prof);
+    if let Some(path) = &args.roofline {
+        super::pictures::write_roofline(path, &name, &program, &prof, &report)?;
+    }
+    if let Some(path) = &args.timeline {
+        super::pictures::write_timeline(path, &name, &program, &prof)?;
+    }
     let out = if args.json {
-        let mut s = serde_json::to_string_pretty(&to_json(&name, &program, &prof))
+        let mut s = serde_json::to_string_pretty(&report)
             .map_err(|e| CliError::internal("writing the JSON profile", e.to_string()))?;
         s.push('\n');
         s

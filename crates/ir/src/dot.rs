@@ -183,6 +183,7 @@ fn escape(s: &str) -> String {
     e
 }
 
-fn quote(s: &str) -> String {
+/// `s` as a quoted DOT string (`"..."`, with `"` and `\\` escaped).
+pub fn quote(s: &str) -> String {
     format!("\"{}\"", escape(s))
 }

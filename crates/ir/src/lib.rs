@@ -25,7 +25,7 @@ mod tensor_type;
 mod text;
 pub mod verify;
 
-pub use dot::to_dot;
+pub use dot::{quote as dot_quote, to_dot};
 pub use dtype::DType;
 pub use equal::graphs_equal;
 pub use error::IrError;

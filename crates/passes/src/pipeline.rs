@@ -308,6 +308,7 @@ pub fn compile_graph(
         }
     }
     rep.rewrites = r.ctx.log;
+    rep.fused = r.ctx.fused;
     rep.pass_ms = r.times;
     Ok(Compiled {
         graph: g,

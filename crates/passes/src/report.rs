@@ -3,7 +3,7 @@
 //! interpreter on the calibration frames), scales and accumulator bounds. Serializable
 //! to JSON (`nnac compile --quant-report`) and printable as a table (`nnac inspect`).
 
-use crate::ctx::{PassCtx, Rewrite};
+use crate::ctx::{Fused, PassCtx, Rewrite};
 use crate::float_eval::{run_observed, Frame};
 use crate::float_ref::{FloatRef, FrameValues};
 use crate::quant::params::{dequantize, scale_zp};
@@ -69,6 +69,10 @@ pub struct Report {
     /// Wall time per pass in milliseconds (not serialized: not deterministic).
     #[serde(skip)]
     pub pass_ms: Vec<(String, f64)>,
+    /// Fused node name -> the source nodes it stands for (`nnac compile --graph`;
+    /// not serialized: the quantization report's JSON is unchanged).
+    #[serde(skip)]
+    pub fused: std::collections::BTreeMap<String, Fused>,
 }
 
 /// Running sums for SQNR and cosine.

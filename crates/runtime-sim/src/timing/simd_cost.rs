@@ -111,11 +111,16 @@ pub fn scale_cost(s: &Scale, prm: &TimingParams) -> SimdCost {
     cost(elements, &layout, s.simd.len(), prm)
 }
 
+/// Whether ELTWISE's B streams through the read ports: not when it is broadcast over
+/// the pixels (row and pixel pitch 0), one byte per row of a channel's pixels, held
+/// with the row, so that only A streams.
+pub fn streams_b(e: &Eltwise) -> bool {
+    !(e.b_row_pitch == 0 && e.b_pix_pitch == 0 && e.h * e.w > 1)
+}
+
 pub fn eltwise_cost(e: &Eltwise, prm: &TimingParams) -> SimdCost {
     let elements = u64::from(e.pix_count) * u64::from(e.c_count);
-    // A B broadcast over the pixels (row and pixel pitch 0) is one byte per row of a
-    // channel's pixels, held with the row: only A streams through the read ports.
-    let broadcast = e.b_row_pitch == 0 && e.b_pix_pitch == 0 && e.h * e.w > 1;
+    let broadcast = !streams_b(e);
     let a = (e.a_row_pitch, e.a_pix_pitch);
     let both = [a, (e.b_row_pitch, e.b_pix_pitch)];
     let layout = RowLayout {
