@@ -151,14 +151,23 @@ fn dot_compute(s: &LayerShape, m: &Machine, o: Orientation) -> Compute {
     c
 }
 
-/// Compute cost of a SIMD-only layer (SCALE, ELTWISE, copies): per group of `rows`
-/// pixels, one row per channel through the SIMD unit.
+/// Compute cost of a SIMD-only layer (SCALE, ELTWISE, copies): the elements in rows
+/// of `rows` values, each row the longest of its SIMD program, its operands' reads
+/// and its write (the timing model's `simd_cost` without the gather of strided
+/// inputs).
 fn simd_compute(s: &LayerShape, m: &Machine) -> Compute {
     let prm = &m.prm;
-    let groups = s.pixels().div_ceil(prm.rows);
-    let row = s.simd_len.max(prm.write_cycles(prm.rows.min(s.pixels())));
+    let rows = (s.pixels() * s.out_c).div_ceil(prm.rows);
+    let reads = if s.operands > 1 && prm.separate_weight_port {
+        prm.rows
+            .div_ceil(prm.load_window)
+            .max(prm.rows.div_ceil(prm.weight_port))
+    } else {
+        (s.operands * prm.rows).div_ceil(prm.load_window)
+    };
+    let row = s.simd_len.max(1).max(reads).max(prm.write_cycles(prm.rows));
     Compute {
-        cycles: groups * s.out_c * row,
+        cycles: rows * row,
         mac_cycles: 0,
         slice_cycles: 0,
         sram_read: s.in_bytes,
@@ -178,6 +187,12 @@ pub fn layer_compute(s: &LayerShape, m: &Machine, o: Orientation) -> Compute {
 /// The orientation the mapping knob picks for a layer: channels on the rows when the
 /// layer is a matrix product and that is faster.
 pub fn best_orientation(s: &LayerShape, m: &Machine, mapping: bool) -> (Orientation, Compute) {
+    if s.is_channel_pool() {
+        return (
+            Orientation::ChannelsOnRows,
+            layer_compute(s, m, Orientation::ChannelsOnRows),
+        );
+    }
     let normal = layer_compute(s, m, Orientation::PixelsOnRows);
     if !mapping || !s.is_matmul() {
         return (Orientation::PixelsOnRows, normal);
@@ -250,6 +265,7 @@ mod tests {
             stride_h: 1,
             in_w: p,
             simd_len: 1,
+            operands: 1,
             in_bytes: p * terms,
             out_bytes: p * oc,
             param_bytes: oc * terms,

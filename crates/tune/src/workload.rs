@@ -28,6 +28,8 @@ pub struct LayerShape {
     pub in_w: u64,
     /// SIMD instructions per accumulator row (the epilogue program's length).
     pub simd_len: u64,
+    /// Activation operands read (ELTWISE: 2).
+    pub operands: u64,
     /// Input activation bytes (all operands), output activation bytes, parameter
     /// bytes (weights, biases, channel tables).
     pub in_bytes: u64,
@@ -48,6 +50,12 @@ impl LayerShape {
         } else {
             0
         }
+    }
+
+    /// A global pool as a depthwise convolution to one pixel: the compiler runs it
+    /// with the channels as output pixels (`gap.rs`).
+    pub fn is_channel_pool(&self) -> bool {
+        self.dot && self.pixels() == 1 && self.groups > 1 && self.groups == self.out_c
     }
 
     /// A 1x1, stride-1 convolution or an inner product: a plain matrix product whose
@@ -187,6 +195,7 @@ fn layer_shape(g: &Graph, id: nnac_ir::NodeId) -> Result<Option<LayerShape>, Str
                 stride_h: sh,
                 in_w: iw,
                 simd_len: simd(&d.epilogue, oc)?,
+                operands: 1,
                 in_bytes: act_in,
                 out_bytes,
                 param_bytes,
@@ -197,10 +206,19 @@ fn layer_shape(g: &Graph, id: nnac_ir::NodeId) -> Result<Option<LayerShape>, Str
         | NnaOp::ChannelShuffle { .. }
         | NnaOp::Upsample { .. } => {
             let [oc, oh, ow] = chw(&out);
+            // The instruction's program: SCALE's multiply-add prefix then the
+            // epilogue; ELTWISE rescales its inputs in its own fields.
             let len = match op {
-                NnaOp::Scale(s) => simd(&s.epilogue, oc)? + 2,
-                NnaOp::Eltwise(e) => simd(&e.epilogue, oc)? + 3,
+                NnaOp::Scale(s) => {
+                    simd(&s.epilogue, oc)? + nnac_backend_nna::simd::scale_prefix().len() as u64
+                }
+                NnaOp::Eltwise(e) => simd(&e.epilogue, oc)?,
                 _ => 1,
+            };
+            let operands = if matches!(op, NnaOp::Eltwise(_)) {
+                2
+            } else {
+                1
             };
             LayerShape {
                 dot: false,
@@ -214,6 +232,7 @@ fn layer_shape(g: &Graph, id: nnac_ir::NodeId) -> Result<Option<LayerShape>, Str
                 stride_h: 1,
                 in_w: iw,
                 simd_len: len,
+                operands,
                 in_bytes: act_in,
                 out_bytes,
                 param_bytes,
