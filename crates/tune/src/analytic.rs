@@ -134,12 +134,21 @@ fn dot_compute(s: &LayerShape, m: &Machine, o: Orientation) -> Compute {
         let mac = s.terms * term;
         let unload_row = s.simd_len.max(prm.write_cycles(n));
         let (mut cyc, mut macc, mut passes, mut ch_sum) = (0, 0, 0, 0);
-        channel_passes(chans, groups, prm.cols, |ch| {
-            cyc += mac.max(ch * unload_row);
-            macc += mac;
-            passes += 1;
-            ch_sum += ch;
-        });
+        let mut pass = |ch: u64, k: u64| {
+            cyc += mac.max(ch * unload_row) * k;
+            macc += mac * k;
+            passes += k;
+            ch_sum += ch * k;
+        };
+        if groups <= 1 {
+            // One pass per column group: the closed form of `channel_passes`.
+            pass(prm.cols, chans / prm.cols);
+            if chans % prm.cols > 0 {
+                pass(chans % prm.cols, 1);
+            }
+        } else {
+            channel_passes(chans, groups, prm.cols, |ch| pass(ch, 1));
+        }
         c.cycles += cyc * count;
         c.mac_cycles += macc * count;
         c.sram_read += s.terms * (n * passes + ch_sum) * count;
