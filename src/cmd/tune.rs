@@ -221,10 +221,12 @@ fn prepare(spec: &ModelSpec, name: &str, args: &RunArgs) -> Result<CompiledModel
             super::compile::calib_frames(&calib, &Preprocess::default(), &g)?
         }
         (None, Some(n)) if n >= 1 => random_frames(&g, n, args.seed),
-        _ => return Err(CliError::user(format!(
+        _ => {
+            return Err(CliError::user(format!(
             "--model {}: no calibration data: add calib=PATH to the spec or pass --random-calib N",
             spec.path.display()
-        ))),
+        )))
+        }
     };
     let popts = PassOptions {
         measure: false,

@@ -46,13 +46,17 @@ fn resnet50() -> CompiledModel {
         measure: false,
         ..Default::default()
     };
-    let graph = nnac_passes::compile_graph(g, &[frame], &opts).unwrap().graph;
+    let graph = nnac_passes::compile_graph(g, &[frame], &opts)
+        .unwrap()
+        .graph;
     let workload = Workload::from_graph("resnet50", 1.0, &graph).unwrap();
     CompiledModel { workload, graph }
 }
 
 fn space(name: &str) -> Space {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("spaces").join(name);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("spaces")
+        .join(name);
     Space::from_file(&p).unwrap()
 }
 
@@ -63,7 +67,9 @@ fn analytic(m: &CompiledModel) {
     let mut rng = Rng::new(1, 0);
     let n = 200_000;
     let pts: Vec<_> = (0..n)
-        .map(|_| nnac_tune::space::Point(space.dims().iter().map(|&d| rng.below(d) as u32).collect()))
+        .map(|_| {
+            nnac_tune::space::Point(space.dims().iter().map(|&d| rng.below(d) as u32).collect())
+        })
         .collect();
     let t = Instant::now();
     let mut digest = 0.0;
@@ -108,7 +114,11 @@ fn exact(m: CompiledModel) {
     })
     .unwrap();
     let s = t.elapsed().as_secs_f64();
-    let failed = r.points.iter().filter(|p| p.exact.as_ref().is_some_and(|e| e.metrics().is_none())).count();
+    let failed = r
+        .points
+        .iter()
+        .filter(|p| p.exact.as_ref().is_some_and(|e| e.metrics().is_none()))
+        .count();
     println!(
         "exact: 200-point search over ResNet-50 (random tuner, 2 threads): {s:.1} s (target < 600 s), {:.2} s per point per thread; {failed} designs did not compile; Spearman {:?}; best {}",
         s * 2.0 / 200.0,
@@ -118,11 +128,17 @@ fn exact(m: CompiledModel) {
 }
 
 fn main() {
-    let which: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let which: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     let want = |k: &str| which.is_empty() || which.iter().any(|w| w == k);
     let t = Instant::now();
     let m = resnet50();
-    println!("prepare: ResNet-50 imported, calibrated (1 random frame), quantized in {:.1} s", t.elapsed().as_secs_f64());
+    println!(
+        "prepare: ResNet-50 imported, calibrated (1 random frame), quantized in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
     if want("analytic") {
         analytic(&m);
     }

@@ -577,6 +577,13 @@ fn assemble(
     if tuner_points.is_empty() {
         order = st.analytic.keys().cloned().collect();
     }
+    let exact_list: Vec<&Point> = match cfg.cost {
+        CostTier::Exact => tuner_points.iter().collect(),
+        CostTier::Analytic => confirmed.iter().collect(),
+    };
+    // A checkpoint keeps every exact result (a resumed run finds them); the final
+    // document only those of the points this run evaluates exactly.
+    let keep_exact = |p: &Point| tuner_points.is_empty() || exact_list.contains(&p);
     let points: Vec<PointRecord> = order
         .iter()
         .filter_map(|p| {
@@ -584,7 +591,7 @@ fn assemble(
                 point: p.clone(),
                 values: cfg.space.describe(p),
                 analytic: st.analytic.get(p)?.clone(),
-                exact: st.exact_done.get(p).cloned(),
+                exact: st.exact_done.get(p).filter(|_| keep_exact(p)).cloned(),
             })
         })
         .collect();
@@ -593,10 +600,6 @@ fn assemble(
         .enumerate()
         .map(|(i, r)| (&r.point, i))
         .collect();
-    let exact_list: Vec<&Point> = match cfg.cost {
-        CostTier::Exact => tuner_points.iter().collect(),
-        CostTier::Analytic => confirmed.iter().collect(),
-    };
     let mut exact_order: Vec<usize> = exact_list
         .iter()
         .filter(|p| st.exact_done.contains_key(**p))
