@@ -100,7 +100,7 @@ fn a_search_writes_its_outputs_and_is_deterministic_for_any_jobs() {
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     assert_eq!(svg.matches("<title>front-").count(), front.len());
     // Every front point compiles with `nnac compile --hw`, to the configuration named.
-    for k in 0..front.len() {
+    for (k, idx) in front.iter().enumerate() {
         let hw = a.join(format!("hw/front-{k:02}.toml"));
         let text = std::fs::read_to_string(&hw).unwrap();
         let resident = if text.contains("--resident-weights off") {
@@ -125,7 +125,7 @@ fn a_search_writes_its_outputs_and_is_deterministic_for_any_jobs() {
         let prof = run_ok(nnac().arg("profile").arg(&prog).arg("--json"));
         let cycles =
             serde_json::from_str::<serde_json::Value>(&prof).unwrap()["total_cycles"].as_u64();
-        let idx = front[k].as_u64().unwrap() as usize;
+        let idx = idx.as_u64().unwrap() as usize;
         let exact = &r["points"][idx]["exact"]["metrics"]["models"][0]["cycles"];
         assert_eq!(
             cycles,

@@ -83,7 +83,7 @@ fn packet_loads(s: &LayerShape, m: &Machine, n: u64) -> u64 {
     if within >= m.prm.load_window {
         return n;
     }
-    let crossing = if s.out_w % SLICE_ELEMS == 0 || row_jump < m.prm.load_window {
+    let crossing = if s.out_w.is_multiple_of(SLICE_ELEMS) || row_jump < m.prm.load_window {
         0
     } else {
         n.div_ceil(s.out_w).min(slices)

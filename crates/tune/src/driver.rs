@@ -87,7 +87,7 @@ pub fn check_constraints(cfg: &RunConfig) -> Result<(), TuneError> {
     let smallest = smallest_design(space, &cfg.costs);
     if let Some(a) = cfg.constraints.max_area_mm2 {
         let least = cfg.costs.area_mm2(&smallest.hw);
-        if !(a > 0.0) || least > a {
+        if a.is_nan() || a <= 0.0 || least > a {
             return Err(TuneError::options(
                 "--max-area-mm2",
                 format!("{a} mm^2 is infeasible: the smallest design of the space ({}) takes {least:.2} mm^2", describe_hw(&smallest.hw)),
@@ -500,8 +500,8 @@ fn compare_tuners(
             .flat_map(|r| r.0.iter())
             .filter(|(_, s)| s.feasible())
         {
-            for k in 0..3 {
-                reference[k] = reference[k].max(s.objectives[k] * 1.1);
+            for (r, o) in reference.iter_mut().zip(s.objectives) {
+                *r = r.max(o * 1.1);
             }
         }
     }

@@ -1,4 +1,4 @@
-//! The two cost-model tiers as functions of a design: [`analytic`] (the roofline of
+//! The two cost-model tiers as functions of a design: [`analytic()`] (the roofline of
 //! `analytic.rs`, microseconds) and [`ExactModel::evaluate`] (the backend's lowering
 //! of each model's quantized IR for the design, then the cycle model of `nnac
 //! profile`, seconds).

@@ -52,6 +52,7 @@ pub fn sort_fronts(points: &[Vec<f64>]) -> Vec<Vec<usize>> {
 }
 
 /// Crowding distance of each member of one front (infinite at the extremes).
+#[allow(clippy::needless_range_loop)] // k indexes the objective of every point
 pub fn crowding(points: &[Vec<f64>], members: &[usize]) -> Vec<f64> {
     let mut d = vec![0.0; members.len()];
     let m = points.first().map_or(0, Vec::len);
