@@ -8,6 +8,10 @@ cd "$ROOT"
 
 bash scripts/setup.sh
 
+# Ray, optional for users, is needed by tests/tune_ray.rs (a search on a local Ray
+# head): installed here, pinned, next to the pinned reference tools.
+.venv/bin/python -m pip install -q -r scripts/requirements-ray.txt -c scripts/requirements.txt
+
 # Release profile: the reference interpreters run real models (ResNet-50, open_nsfw)
 # in the suite, which is far too slow unoptimised.
 cargo test --workspace --release --locked --no-fail-fast

@@ -35,6 +35,8 @@ enum Command {
     Run(cmd::run::Args),
     /// Where a program's cycles go: cycle-approximate timing, per layer, against the shape bound and the schedule floor.
     Profile(cmd::profile::Args),
+    /// Design-space exploration: search hardware configurations and mapping knobs for a workload mix (docs/TUNE.md).
+    Tune(cmd::tune::Args),
 }
 
 /// Output piped into a reader that stops early (`nnac disasm P.nnab | head`) ends the
@@ -68,6 +70,7 @@ fn main() {
         Command::Verify(a) => cmd::verify::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Profile(a) => cmd::profile::run(a),
+        Command::Tune(a) => cmd::tune::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

@@ -10,4 +10,5 @@ pub mod outputs;
 pub mod pictures;
 pub mod profile;
 pub mod run;
+pub mod tune;
 pub mod verify;
