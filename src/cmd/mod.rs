@@ -1,10 +1,7 @@
 pub mod asm;
-pub mod common;
 pub mod compile;
 pub mod disasm;
 pub mod eval;
-pub mod frame_shape;
-pub mod frames;
 pub mod inspect;
 pub mod profile;
 pub mod run;
