@@ -87,10 +87,11 @@ fn quantizes_runs_and_dequantizes() {
         "7",
     ]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    // codes: round(0/0.5)+1 = 1, round(0.5)+1 = 2, -2+1 = -1, saturated 127.
+    // codes (round half to even): round(0/0.5)+1 = 1, round(0.5)+1 = 1, -2+1 = -1,
+    // saturated 127.
     let y = read_npy(out.join("y_0.npy")).unwrap();
     assert_eq!(y.shape, vec![1, 4]);
-    assert_eq!(y.data, TensorData::F32(vec![0.25, 0.5, -0.25, 31.75]));
+    assert_eq!(y.data, TensorData::F32(vec![0.25, 0.25, -0.25, 31.75]));
 
     let raw = nnac(&[
         "run",
@@ -104,7 +105,7 @@ fn quantizes_runs_and_dequantizes() {
     assert!(raw.status.success());
     assert_eq!(
         read_npy(out.join("y_0.npy")).unwrap().data,
-        TensorData::I8(vec![1, 2, -1, 127])
+        TensorData::I8(vec![1, 1, -1, 127])
     );
 }
 

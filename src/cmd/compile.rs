@@ -121,8 +121,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{stem}.nnab")));
     if let Some(path) = &args.quant_report {
-        let json = serde_json::to_string_pretty(&compiled.report)
-            .map_err(|e| CliError::internal(format!("serializing the report: {e}")))?;
+        let json = serde_json::to_string_pretty(&compiled.report).map_err(|e| {
+            CliError::internal("serializing the quantization report", e.to_string())
+        })?;
         write_atomic(path, json.as_bytes())?;
     }
     write_atomic(&out, &bytes)?;

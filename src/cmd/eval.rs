@@ -6,18 +6,18 @@
 //! single-input model). A file may carry one extra leading axis `N`: the model then
 //! runs `N` frames one after another (inputs without the extra axis are reused for
 //! every frame) and each output is stacked the same way. Every graph output is
-//! written as float32 `<output name>.npy` (characters other than letters, digits,
-//! `.`, `-` and `_` become `_`) into `--output-dir`, only once every frame has run.
+//! written as float32 `<output name>.npy` into `--output-dir` (the naming rule of
+//! `nnac run`, `nnac_driver::outputs`), only once every frame has run.
 
-use crate::error::{write_atomic, CliError};
+use crate::error::CliError;
 use nnac_driver::calib::{calib_frames, graph_inputs, parse_calib_arg};
-use nnac_driver::eval::{frame_count, read_feed, stack_outputs, EvalOutput, Runner};
+use nnac_driver::eval::{frame_count, read_feed, stack_outputs, Runner};
 use nnac_driver::frames::Preprocess;
 use nnac_driver::model::{load, ModelArgs, QuantArgs};
-use nnac_interp::npy::encode_npy;
+use nnac_driver::outputs::write_outputs;
 use nnac_ir::{shape_str, Graph, Tensor, TensorType};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 #[derive(clap::Args)]
@@ -80,7 +80,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let results = runner.run_frames(&feeds, frames)?;
     let elapsed = start.elapsed();
     let outputs = stack_outputs(&graph, results, frames)?;
-    write_outputs(&args.output_dir, &outputs)?;
+    let files = write_outputs(&args.output_dir, &outputs)?;
     let n = frames.unwrap_or(1);
     println!(
         "ran {n} frame(s) {} in {:.1} ms ({:.1} ms per frame)",
@@ -88,8 +88,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
         elapsed.as_secs_f64() * 1e3,
         elapsed.as_secs_f64() * 1e3 / n as f64
     );
-    for o in &outputs {
-        print_summary(&o.name, &o.file, &o.tensor, frames);
+    for ((name, t), file) in outputs.iter().zip(&files) {
+        print_summary(name, file, t, frames);
     }
     Ok(())
 }
@@ -121,23 +121,6 @@ fn assign_inputs(
         }
     }
     Ok(files)
-}
-
-fn write_outputs(dir: &Path, outputs: &[EvalOutput]) -> Result<(), CliError> {
-    std::fs::create_dir_all(dir).map_err(|e| {
-        CliError::user(format!(
-            "cannot create output directory {}: {e}",
-            dir.display()
-        ))
-    })?;
-    let encoded: Vec<(PathBuf, Vec<u8>)> = outputs
-        .iter()
-        .map(|o| (dir.join(&o.file), encode_npy(&o.tensor)))
-        .collect();
-    for (path, bytes) in &encoded {
-        write_atomic(path, bytes)?;
-    }
-    Ok(())
 }
 
 fn print_summary(name: &str, file: &str, t: &Tensor, frames: Option<usize>) {

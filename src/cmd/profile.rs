@@ -51,12 +51,12 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let prof = profile::analyze(&name, &program, hw.as_ref(), args.assume_packet_rule)?;
     if let Some(path) = &args.trace {
         let t = serde_json::to_vec(&profile::trace(&prof))
-            .map_err(|e| CliError::internal(e.to_string()))?;
+            .map_err(|e| CliError::internal("writing the trace", e.to_string()))?;
         write_atomic(path, &t)?;
     }
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&profile::to_json(&name, &program, &prof))
-            .map_err(|e| CliError::internal(e.to_string()))?;
+            .map_err(|e| CliError::internal("writing the JSON profile", e.to_string()))?;
         s.push('\n');
         s
     } else {

@@ -7,12 +7,14 @@
 //! codes, PNG/JPEG images (preprocessed by `--mean/--scale/--bgr/--resize` as in
 //! `compile --calib`), or a directory of such files (one frame each). An `.npy` with
 //! one extra leading dimension N runs N frames; the outputs are then stacked the same
-//! way (also for a directory). Outputs are written as `DIR/<name>.npy`, dequantized to
-//! float32 (`scale * (code - zero_point)`), or as raw codes with `--raw`. Nothing is
+//! way (also for a directory). Outputs are written as `DIR/<name>.npy` (the naming rule
+//! of `nnac_driver::outputs`, shared with `nnac eval`), dequantized to float32 (`(code -
+//! zero_point) * scale`), or as raw codes with `--raw`. Nothing is
 //! written unless every frame ran.
 
 use crate::error::CliError;
 use nnac_driver::frames::Preprocess;
+use nnac_driver::outputs::write_outputs;
 use nnac_driver::run;
 use nnac_ir::Tensor;
 use nnac_isa::HwConfig;
@@ -76,7 +78,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let mut session = sim.session().map_err(run::sim_err(&name))?;
     let (results, stats) = run::run_frames(&mut session, &frames, &name, &mut |_| Ok(()))?;
     let tensors = run::stack_outputs(&sim, &results, frames.stacked, args.raw)?;
-    run::write_outputs(&args.output_dir, &tensors)?;
+    write_outputs(&args.output_dir, &tensors)?;
     report(&session.prologue, &stats, results.len(), &tensors);
     Ok(())
 }

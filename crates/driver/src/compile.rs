@@ -104,7 +104,7 @@ pub fn run_passes(
         measure: opts.measure,
         ..opts.quant.pass_options()?
     };
-    nnac_passes::compile_graph(graph, frames, &pass_opts).map_err(|e| Error::user(e.to_string()))
+    nnac_passes::compile_graph(graph, frames, &pass_opts).map_err(Error::from_pass)
 }
 
 /// Lowers the quantized graph to a program for `hw`.
@@ -119,14 +119,14 @@ pub fn lower(
         resident_weights: resident_weights(&opts.resident_weights)?,
         ..Default::default()
     };
-    nnac_backend_nna::lower(graph, hw, &be_opts).map_err(|e| Error::user(e.to_string()))
+    nnac_backend_nna::lower(graph, hw, &be_opts).map_err(Error::from_backend)
 }
 
 /// The program's `.nnab` bytes.
 pub fn encode(program: &Program) -> Result<Vec<u8>, Error> {
     program
         .write()
-        .map_err(|e| Error::internal(format!("encoding the program: {e}")))
+        .map_err(|e| Error::internal("encoding the program", e.to_string()))
 }
 
 /// A compiled program with what the compiler reported on the way.

@@ -2,7 +2,8 @@
 //! `nnac.eval_quantized`): the float32 interpreter on the imported graph, or the
 //! quantized one on the compiled int8 graph (outputs dequantized to float32). An input
 //! with one extra leading axis `N` runs `N` frames one after another (inputs without
-//! it are reused for every frame) and every output is stacked the same way.
+//! it are reused for every frame) and every output is stacked the same way (the files
+//! they go to: `outputs.rs`).
 
 use crate::error::Error;
 use crate::model::QuantArgs;
@@ -27,8 +28,8 @@ impl Runner {
             measure: false,
             ..quant.pass_options()?
         };
-        let compiled = nnac_passes::compile_graph(graph, frames, &opts)
-            .map_err(|e| Error::user(e.to_string()))?;
+        let compiled =
+            nnac_passes::compile_graph(graph, frames, &opts).map_err(Error::from_pass)?;
         Ok(Runner::Quantized(compiled.graph))
     }
 
@@ -130,37 +131,31 @@ pub fn frame_of(feed: &Feed, f: usize) -> Tensor {
     Tensor { shape, data }
 }
 
-/// One graph output, stacked over the frames, and the file it goes to.
-pub struct EvalOutput {
-    pub name: String,
-    /// `<sanitized name>.npy`, unique among the outputs.
-    pub file: String,
-    pub tensor: Tensor,
-}
-
-/// Output file name and stacked tensor per graph output, in graph output order.
+/// Name and stacked tensor of every graph output, in graph output order.
 pub fn stack_outputs(
     graph: &Graph,
     mut results: BTreeMap<String, Vec<Tensor>>,
     frames: Option<usize>,
-) -> Result<Vec<EvalOutput>, Error> {
-    let mut used = BTreeMap::new();
+) -> Result<Vec<(String, Tensor)>, Error> {
     let mut out = Vec::new();
     for o in graph.outputs() {
-        let parts = results
-            .remove(&o.name)
-            .ok_or_else(|| Error::internal(format!("output '{}' was not produced", o.name)))?;
+        let parts = results.remove(&o.name).ok_or_else(|| {
+            Error::internal("eval", format!("output '{}' was not produced", o.name))
+        })?;
         let tensor = match frames {
             None => parts
                 .into_iter()
                 .next()
-                .ok_or_else(|| Error::internal("no frame ran"))?,
+                .ok_or_else(|| Error::internal("eval", "no frame ran"))?,
             Some(n) => {
                 let mut shape = vec![n];
                 shape.extend_from_slice(&parts[0].shape);
                 let data: Vec<f32> = parts.iter().flat_map(|t| t.to_f32_vec()).collect();
                 Tensor::f32(shape, data).ok_or_else(|| {
-                    Error::internal(format!("frames of output '{}' differ in size", o.name))
+                    Error::internal(
+                        "eval",
+                        format!("frames of output '{}' differ in size", o.name),
+                    )
                 })?
             }
         };
@@ -168,58 +163,14 @@ pub fn stack_outputs(
             shape: tensor.shape.clone(),
             data: TensorData::F32(tensor.to_f32_vec()),
         };
-        out.push(EvalOutput {
-            name: o.name.clone(),
-            file: unique_file_name(&o.name, &mut used),
-            tensor,
-        });
+        out.push((o.name.clone(), tensor));
     }
     Ok(out)
-}
-
-/// `<sanitized name>.npy`, with `_2`, `_3`... appended when two outputs sanitize to
-/// the same name.
-pub fn unique_file_name(name: &str, used: &mut BTreeMap<String, usize>) -> String {
-    let mut base: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if base.is_empty() || base.chars().all(|c| c == '.') {
-        base = format!("output{base}");
-    }
-    let n = used.entry(base.clone()).or_insert(0);
-    *n += 1;
-    if *n == 1 {
-        format!("{base}.npy")
-    } else {
-        format!("{base}_{n}.npy")
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn output_file_names_are_sanitized_and_unique() {
-        let mut used = BTreeMap::new();
-        assert_eq!(
-            unique_file_name("resnet/fc:0", &mut used),
-            "resnet_fc_0.npy"
-        );
-        assert_eq!(
-            unique_file_name("resnet_fc_0", &mut used),
-            "resnet_fc_0_2.npy"
-        );
-        assert_eq!(unique_file_name("..", &mut used), "output...npy");
-        assert_eq!(unique_file_name("", &mut used), "output.npy");
-    }
 
     #[test]
     fn frames_split() {

@@ -39,7 +39,7 @@ pub fn ir_text(g: &Graph, full: bool) -> String {
 /// after compiling the graph on the calibration frames.
 pub fn quant_table(g: &Graph, frames: &[Frame], quant: &QuantArgs) -> Result<String, Error> {
     let compiled = nnac_passes::compile_graph(g.clone(), frames, &quant.pass_options()?)
-        .map_err(|e| Error::user(e.to_string()))?;
+        .map_err(Error::from_pass)?;
     Ok(compiled
         .report
         .table()

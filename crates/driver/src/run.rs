@@ -6,11 +6,13 @@
 //! An input tensor of exactly the descriptor's shape is one frame; one with an extra
 //! leading dimension N is N frames, and the outputs are then stacked the same way.
 
-use crate::error::{write_atomic, Error};
+use crate::error::Error;
 use crate::frame_shape::frames_in;
 use crate::frames::{load_frames, Preprocess};
-use nnac_interp::npy::{encode_npy, read_npy};
+use nnac_interp::host::dequantize;
+use nnac_interp::npy::read_npy;
 use nnac_ir::{DType, Tensor, TensorData, TensorType};
+use nnac_isa::arith::code_value;
 use nnac_isa::{IoDesc, IoDtype, Program};
 use nnac_runtime_sim::{Output, RunStats, Session, SimError, Simulator};
 use std::path::{Path, PathBuf};
@@ -242,31 +244,27 @@ pub fn output_tensor(
         (true, IoDtype::Uint8) => TensorData::U8(codes),
         // The container refuses program outputs wider than 8 bits.
         (true, other) => {
-            return Err(Error::internal(format!(
-                "output '{}' has dtype {}, not an 8-bit code type",
-                d.name,
-                other.name()
-            )))
+            return Err(Error::internal(
+                "run",
+                format!(
+                    "output '{}' has dtype {}, not an 8-bit code type",
+                    d.name,
+                    other.name()
+                ),
+            ))
         }
         (false, dt) => TensorData::F32(
             codes
                 .iter()
-                .map(|&b| {
-                    let v = if dt == IoDtype::Int8 {
-                        i32::from(b as i8)
-                    } else {
-                        i32::from(b)
-                    };
-                    nnac_interp::host::dequantize(v, d.scale, d.zero_point)
-                })
+                .map(|&b| dequantize(code_value(b, dt == IoDtype::Int8), d.scale, d.zero_point))
                 .collect(),
         ),
     };
     Tensor::new(shape, data).ok_or_else(|| {
-        Error::internal(format!(
-            "output '{}' has the wrong number of elements",
-            d.name
-        ))
+        Error::internal(
+            "run",
+            format!("output '{}' has the wrong number of elements", d.name),
+        )
     })
 }
 
@@ -292,47 +290,6 @@ pub fn stack_outputs(
     Ok(out)
 }
 
-/// `<name>.npy` with characters that are not safe in a file name replaced by `_`.
-pub fn file_name(name: &str) -> String {
-    let safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("{safe}.npy")
-}
-
-/// Writes every output as `DIR/<name>.npy`; on a failure none stays behind.
-pub fn write_outputs(dir: &Path, tensors: &[(String, Tensor)]) -> Result<(), Error> {
-    let mut names: Vec<String> = tensors.iter().map(|(n, _)| file_name(n)).collect();
-    names.sort();
-    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err(Error::user(format!(
-            "two outputs map to the same file name {}",
-            w[0]
-        )));
-    }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Error::user(format!("cannot create {}: {e}", dir.display())))?;
-    let mut written: Vec<PathBuf> = Vec::new();
-    for (name, t) in tensors {
-        let path = dir.join(file_name(name));
-        if let Err(e) = write_atomic(&path, &encode_npy(t)) {
-            for p in &written {
-                let _ = std::fs::remove_file(p);
-            }
-            return Err(e);
-        }
-        written.push(path);
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,6 +306,17 @@ mod tests {
             scale,
             zero_point: zp,
         }
+    }
+
+    #[test]
+    fn quantization_rounds_half_to_even_and_saturates() {
+        let d = desc(IoDtype::Int8, 0.5, 3);
+        assert_eq!(quantize(0.25, &d) as i8, 3); // 0.5 -> 0, + 3
+        assert_eq!(quantize(-0.25, &d) as i8, 3); // -0.5 -> 0, + 3
+        assert_eq!(quantize(0.75, &d) as i8, 5); // 1.5 -> 2, + 3
+        let u = desc(IoDtype::Uint8, 1.0, 10);
+        assert_eq!(quantize(2.5, &u), 12);
+        assert_eq!(quantize(f32::INFINITY, &u), 255);
     }
 
     #[test]
@@ -377,11 +345,5 @@ mod tests {
         assert!(quantize_input(&d, &bad).is_err());
         let wrong_type = Tensor::new(vec![1, 2], TensorData::U8(vec![1, 2])).unwrap();
         assert!(quantize_input(&d, &wrong_type).is_err());
-    }
-
-    #[test]
-    fn output_file_names_are_safe() {
-        assert_eq!(file_name("out/prob:0"), "out_prob_0.npy");
-        assert_eq!(file_name("y.1"), "y.1.npy");
     }
 }

@@ -15,8 +15,8 @@ pub fn verify(program: &Program, name: &str) -> Result<Result<String, Vec<String
     if !findings.is_empty() {
         return Ok(Err(findings));
     }
-    let report =
-        hazard::check_program(program).map_err(|e| Error::internal(format!("{name}: {e}")))?;
+    let report = hazard::check_program(program)
+        .map_err(|e| Error::internal("the hazard checker", format!("{name}: {e}")))?;
     if !report.is_clean() {
         return Ok(Err(report.lines()));
     }

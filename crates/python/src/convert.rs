@@ -12,7 +12,7 @@ use std::path::PathBuf;
 pub fn py_err(e: Error) -> PyErr {
     match e {
         Error::User(m) => UserError::new_err(m),
-        Error::Internal(_) => InternalError::new_err(e.to_string()),
+        Error::Internal { .. } => InternalError::new_err(e.to_string()),
     }
 }
 

@@ -263,8 +263,8 @@ fn run_eval<'py>(
         })
         .py()?;
     let d = PyDict::new(py);
-    for o in outputs {
-        d.set_item(o.name, to_array(py, o.tensor)?)?;
+    for (name, t) in outputs {
+        d.set_item(name, to_array(py, t)?)?;
     }
     Ok(d)
 }
