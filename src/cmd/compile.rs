@@ -2,7 +2,7 @@
 //! lower to an NNA program and write the `.nnab` container.
 
 use crate::error::{write_atomic, CliError};
-use nnac_driver::calib::{calib_frames, parse_calib_arg};
+use nnac_driver::calib::calib_args;
 use nnac_driver::compile::{self, CompileOptions};
 use nnac_driver::frames::Preprocess;
 use nnac_driver::model::{load, ModelArgs, QuantArgs};
@@ -84,12 +84,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let hw = compile::load_hw(args.hw.as_deref())?;
     let graph = load(&args.model)?;
     times.lap("import");
-    let specs = args
-        .calib
-        .iter()
-        .map(|c| parse_calib_arg(c, &graph))
-        .collect::<Result<Vec<_>, _>>()?;
-    let frames = calib_frames(&specs, &args.pre, &graph)?;
+    let frames = calib_args(&args.calib, &args.pre, &graph)?;
     times.lap("load calibration frames");
     let stem = compile::model_stem(&args.model.model);
     let dump = match &args.dump_ir {

@@ -10,7 +10,7 @@
 //! `nnac run`, `nnac_driver::outputs`), only once every frame has run.
 
 use crate::error::CliError;
-use nnac_driver::calib::{calib_frames, graph_inputs, parse_calib_arg};
+use nnac_driver::calib::{calib_args, graph_inputs};
 use nnac_driver::eval::{frame_count, read_feed, stack_outputs, Runner};
 use nnac_driver::frames::Preprocess;
 use nnac_driver::model::{load, ModelArgs, QuantArgs};
@@ -52,12 +52,7 @@ fn runner(graph: Graph, args: &Args) -> Result<Runner, CliError> {
         }
         return Ok(Runner::Float(graph));
     }
-    let specs = args
-        .calib
-        .iter()
-        .map(|c| parse_calib_arg(c, &graph))
-        .collect::<Result<Vec<_>, _>>()?;
-    let frames = calib_frames(&specs, &args.pre, &graph)?;
+    let frames = calib_args(&args.calib, &args.pre, &graph)?;
     Runner::quantized(graph, &frames, &args.quant)
 }
 

@@ -9,7 +9,7 @@
 //! `Report::table()`) is appended as `//` comments.
 
 use crate::error::{write_atomic, CliError};
-use nnac_driver::calib::{calib_frames, parse_calib_arg};
+use nnac_driver::calib::calib_args;
 use nnac_driver::frames::Preprocess;
 use nnac_driver::inspect::{check, ir_text, quant_table, summary};
 use nnac_driver::model::{load, ModelArgs, QuantArgs};
@@ -53,12 +53,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     check(&g, &path)?;
     let mut out = summary(&g, &path);
     if !args.calib.is_empty() {
-        let specs = args
-            .calib
-            .iter()
-            .map(|c| parse_calib_arg(c, &g))
-            .collect::<Result<Vec<_>, _>>()?;
-        let frames = calib_frames(&specs, &args.pre, &g)?;
+        let frames = calib_args(&args.calib, &args.pre, &g)?;
         out.push_str(&quant_table(&g, &frames, &args.quant)?);
     }
     match args.format {
