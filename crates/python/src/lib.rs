@@ -29,8 +29,8 @@ pyo3::create_exception!(
 /// nnac: ahead-of-time compiler for an FSD-style 96x96 int8 NPU, with a bit-exact
 /// simulator. `nnac.compile` turns an ONNX or Caffe model into an `nnac.Program`;
 /// `nnac.InferenceSession` runs one like ONNX Runtime's session.
-#[pymodule]
-fn nnac(m: &Bound<'_, PyModule>) -> PyResult<()> {
+#[pymodule(name = "nnac")]
+fn nnac_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("UserError", py.get_type::<UserError>())?;
