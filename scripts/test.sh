@@ -16,6 +16,13 @@ bash scripts/setup.sh
 # in the suite, which is far too slow unoptimised.
 cargo test --workspace --release --locked --no-fail-fast
 
+# The Python package (crates/python, `import nnac`): built in release by maturin and
+# installed into the venv, then its pytest suite (seconds; it compares the package with
+# the CLI binary the Rust tests built, target/release/nnac).
+VIRTUAL_ENV="$ROOT/.venv" "$ROOT/.venv/bin/maturin" develop --release --locked \
+    -m crates/python/Cargo.toml
+"$ROOT/.venv/bin/python" -m pytest -q crates/python/tests
+
 # The API docs build without a warning, private items included (the crates' module
 # docs are code maps that link them): broken or ambiguous intra-doc links fail here.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-items --locked

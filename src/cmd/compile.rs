@@ -1,14 +1,15 @@
 //! `nnac compile`: import, run the pass pipeline (fold, fuse, calibrate, quantize),
 //! lower to an NNA program and write the `.nnab` container.
 
-use super::common::{self, ModelArgs, QuantArgs};
-use super::frames::{self, Preprocess};
 use super::pictures;
 use crate::error::{write_atomic, CliError};
-use nnac_passes::{DumpSpec, Frame, PassOptions, Progress, ProgressEvent};
-use std::collections::BTreeMap;
+use nnac_driver::calib::calib_args;
+use nnac_driver::compile::{self, CompileOptions};
+use nnac_driver::frames::Preprocess;
+use nnac_driver::model::{load, ModelArgs, QuantArgs};
+use nnac_passes::{Progress, ProgressEvent};
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 #[derive(clap::Args)]
@@ -63,75 +64,6 @@ pub struct Args {
     pub graph: Option<PathBuf>,
 }
 
-pub fn load_hw(path: Option<&Path>) -> Result<nnac_isa::HwConfig, CliError> {
-    match path {
-        None => Ok(nnac_isa::HwConfig::fsd()),
-        Some(p) => nnac_isa::HwConfig::from_toml_file(p).map_err(|e| CliError::user(e.to_string())),
-    }
-}
-
-/// Parses the `--calib` arguments into frames keyed by input name (also used by
-/// `eval --quantized`).
-pub fn calib_frames(
-    calib: &[String],
-    pre: &Preprocess,
-    graph: &nnac_ir::Graph,
-) -> Result<Vec<Frame>, CliError> {
-    let inputs: Vec<(String, nnac_ir::TensorType)> = graph
-        .inputs()
-        .iter()
-        .map(|&id| {
-            (
-                graph.node(id).name.clone(),
-                graph.node(id).outputs[0].clone(),
-            )
-        })
-        .collect();
-    if calib.is_empty() {
-        return Err(CliError::user(
-            "quantization needs calibration data: --calib PATH (an .npy, an image, or a directory)",
-        ));
-    }
-    let mut per_input: BTreeMap<String, Vec<nnac_ir::Tensor>> = BTreeMap::new();
-    for spec in calib {
-        let (name, path) = match spec.split_once('=') {
-            Some((n, p)) if inputs.iter().any(|(i, _)| i == n) => (n.to_string(), p),
-            _ if inputs.len() == 1 => (inputs[0].0.clone(), spec.as_str()),
-            _ => {
-                let names: Vec<&str> = inputs.iter().map(|(n, _)| n.as_str()).collect();
-                return Err(CliError::user(format!(
-                    "--calib {spec}: the model has inputs {names:?}; write --calib INPUT=PATH"
-                )));
-            }
-        };
-        let ty = &inputs
-            .iter()
-            .find(|(n, _)| *n == name)
-            .expect("name checked")
-            .1;
-        per_input
-            .entry(name.clone())
-            .or_default()
-            .extend(frames::load_frames(Path::new(path), &name, ty, pre)?);
-    }
-    let counts: BTreeMap<&String, usize> = per_input.iter().map(|(k, v)| (k, v.len())).collect();
-    let n = counts.values().copied().max().unwrap_or(0);
-    if per_input.len() != inputs.len() || counts.values().any(|&c| c != n) {
-        return Err(CliError::user(format!(
-            "--calib must give the same number of frames for every input; got {counts:?} for inputs {:?}",
-            inputs.iter().map(|(n, _)| n).collect::<Vec<_>>()
-        )));
-    }
-    Ok((0..n)
-        .map(|i| {
-            per_input
-                .iter()
-                .map(|(k, v)| (k.clone(), v[i].clone()))
-                .collect()
-        })
-        .collect())
-}
-
 /// Width of the progress bar in characters.
 const BAR: usize = 30;
 
@@ -155,69 +87,41 @@ fn draw_progress(e: ProgressEvent) {
 
 pub fn run(args: Args) -> Result<(), CliError> {
     let mut times = StageTimes::default();
-    let hw = load_hw(args.hw.as_deref())?;
+    let hw = compile::load_hw(args.hw.as_deref())?;
     let graph_format = args
         .graph
         .as_deref()
         .map(pictures::graph_format)
         .transpose()?;
-    let graph = common::load(&args.model)?;
+    let graph = load(&args.model)?;
     times.lap("import");
-    let frames = calib_frames(&args.calib, &args.pre, &graph)?;
+    let frames = calib_args(&args.calib, &args.pre, &graph)?;
     times.lap("load calibration frames");
-    let stem = args
-        .model
-        .model
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "model".into());
-    let dump = args.dump_ir.as_ref().map(|stage| DumpSpec {
-        stage: (stage != "all").then(|| stage.clone()),
-        dir: args
-            .dump_dir
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("{stem}.dump"))),
-    });
-    if let Some(DumpSpec { stage: Some(s), .. }) = &dump {
-        let names = nnac_passes::stage_names();
-        if !names.contains(&s.as_str()) {
-            return Err(CliError::user(format!(
-                "--dump-ir {s}: unknown stage; stages are all, {}",
-                names.join(", ")
-            )));
-        }
-    }
+    let stem = compile::model_stem(&args.model.model);
+    let dump = match &args.dump_ir {
+        Some(stage) => Some(compile::dump_spec(stage, args.dump_dir.clone(), &stem)?),
+        None => None,
+    };
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
-    let opts = PassOptions {
+    let opts = CompileOptions {
+        quant: args.quant.clone(),
         verify_each: args.verify_each,
         dump,
         progress: show_progress.then(|| Progress(Arc::new(draw_progress))),
         // The accuracy measurement is only shown in the summary table and the JSON.
         measure: !args.quiet || args.quant_report.is_some(),
-        ..args.quant.pass_options()
+        resident_weights: args.resident_weights.clone(),
+        source_model: args.model.model.display().to_string(),
     };
-    let compiled = nnac_passes::compile_graph(graph, &frames, &opts);
+    let compiled = compile::run_passes(graph, &frames, &opts);
     if show_progress {
         eprint!("\r\x1b[K");
     }
-    let compiled = compiled.map_err(CliError::from_pass)?;
+    let compiled = compiled?;
     times.add_passes(&compiled.report.pass_ms);
-    let be_opts = nnac_backend_nna::BackendOptions {
-        source_model: args.model.model.display().to_string(),
-        compiler_version: env!("CARGO_PKG_VERSION").to_string(),
-        resident_weights: if args.resident_weights == "off" {
-            nnac_backend_nna::ResidentWeights::Off
-        } else {
-            nnac_backend_nna::ResidentWeights::Auto
-        },
-        ..Default::default()
-    };
-    let (program, be_report) =
-        nnac_backend_nna::lower(&compiled.graph, &hw, &be_opts).map_err(CliError::from_backend)?;
+    let (program, be_report) = compile::lower(&compiled.graph, &hw, &opts)?;
     times.add_backend(&be_report.stage_us);
-    let bytes = program
-        .write()
-        .map_err(|e| CliError::internal("encoding the program", e.to_string()))?;
+    let bytes = compile::encode(&program)?;
     let out = args
         .output
         .clone()

@@ -7,19 +7,17 @@
 //! runs `N` frames one after another (inputs without the extra axis are reused for
 //! every frame) and each output is stacked the same way. Every graph output is
 //! written as float32 `<output name>.npy` into `--output-dir` (the naming rule of
-//! `nnac run`, `outputs.rs`), only once every frame has run.
+//! `nnac run`, `nnac_driver::outputs`), only once every frame has run.
 
-use crate::cmd::common::{load, ModelArgs, QuantArgs};
-use crate::cmd::compile::calib_frames;
-use crate::cmd::frames::Preprocess;
-use crate::cmd::outputs::write_outputs;
 use crate::error::CliError;
-use nnac_interp::npy::read_npy;
-use nnac_interp::run_float;
-use nnac_ir::{shape_str, Graph, Tensor, TensorData, TensorType};
-use nnac_passes::{run_quantized, PassOptions};
+use nnac_driver::calib::{calib_args, graph_inputs};
+use nnac_driver::eval::{frame_count, read_feed, stack_outputs, Runner};
+use nnac_driver::frames::Preprocess;
+use nnac_driver::model::{load, ModelArgs, QuantArgs};
+use nnac_driver::outputs::write_outputs;
+use nnac_ir::{shape_str, Graph, Tensor, TensorType};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 #[derive(clap::Args)]
@@ -46,49 +44,21 @@ pub struct Args {
     pub pre: Preprocess,
 }
 
-/// The model `eval` runs: the float graph, or the compiled int8 graph.
-enum Runner {
-    Float(Graph),
-    Quantized(Graph),
-}
-
-impl Runner {
-    fn new(graph: Graph, args: &Args) -> Result<Runner, CliError> {
-        if !args.quantized {
-            if !args.calib.is_empty() {
-                return Err(CliError::user("--calib is only used with --quantized"));
-            }
-            return Ok(Runner::Float(graph));
+/// The float graph, or with `--quantized` the compiled int8 graph.
+fn runner(graph: Graph, args: &Args) -> Result<Runner, CliError> {
+    if !args.quantized {
+        if !args.calib.is_empty() {
+            return Err(CliError::user("--calib is only used with --quantized"));
         }
-        let frames = calib_frames(&args.calib, &args.pre, &graph)?;
-        let opts = PassOptions {
-            // Only the quantized graph is used: no accuracy report.
-            measure: false,
-            ..args.quant.pass_options()
-        };
-        let compiled =
-            nnac_passes::compile_graph(graph, &frames, &opts).map_err(CliError::from_pass)?;
-        Ok(Runner::Quantized(compiled.graph))
+        return Ok(Runner::Float(graph));
     }
-
-    fn run(&self, inputs: &BTreeMap<String, Tensor>) -> Result<BTreeMap<String, Tensor>, CliError> {
-        match self {
-            Runner::Float(g) => run_float(g, inputs).map_err(|e| e.to_string()),
-            Runner::Quantized(g) => run_quantized(g, inputs).map_err(|e| e.to_string()),
-        }
-        .map_err(|e| CliError::user(format!("evaluation failed: {e}")))
-    }
-}
-
-/// One graph input's data: a single frame or `frames` stacked along a new axis 0.
-struct Feed {
-    tensor: Tensor,
-    frames: Option<usize>,
+    let frames = calib_args(&args.calib, &args.pre, &graph)?;
+    Runner::quantized(graph, &frames, &args.quant)
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
     let graph = load(&args.model)?;
-    let specs = input_specs(&graph);
+    let specs = graph_inputs(&graph);
     let files = assign_inputs(&args.input, &specs)?;
     let mut feeds = BTreeMap::new();
     for (name, ty) in &specs {
@@ -100,19 +70,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
         feeds.insert(name.clone(), read_feed(name, ty, path)?);
     }
     let frames = frame_count(&feeds)?;
-    let runner = Runner::new(graph.clone(), &args)?;
+    let runner = runner(graph.clone(), &args)?;
     let start = Instant::now();
-    let mut results: BTreeMap<String, Vec<Tensor>> = BTreeMap::new();
-    for f in 0..frames.unwrap_or(1) {
-        let inputs: BTreeMap<String, Tensor> = feeds
-            .iter()
-            .map(|(n, feed)| (n.clone(), frame_of(feed, f)))
-            .collect();
-        let out = runner.run(&inputs)?;
-        for (name, t) in out {
-            results.entry(name).or_default().push(t);
-        }
-    }
+    let results = runner.run_frames(&feeds, frames)?;
     let elapsed = start.elapsed();
     let outputs = stack_outputs(&graph, results, frames)?;
     let files = write_outputs(&args.output_dir, &outputs)?;
@@ -127,20 +87,6 @@ pub fn run(args: Args) -> Result<(), CliError> {
         print_summary(name, file, t, frames);
     }
     Ok(())
-}
-
-/// Graph inputs in model order: name and declared type.
-fn input_specs(graph: &Graph) -> Vec<(String, TensorType)> {
-    graph
-        .inputs()
-        .iter()
-        .map(|&id| {
-            (
-                graph.node(id).name.clone(),
-                graph.node(id).outputs[0].clone(),
-            )
-        })
-        .collect()
 }
 
 /// Maps each `--input` argument to a graph input name.
@@ -170,96 +116,6 @@ fn assign_inputs(
         }
     }
     Ok(files)
-}
-
-fn read_feed(name: &str, ty: &TensorType, path: &Path) -> Result<Feed, CliError> {
-    let t = read_npy(path).map_err(|e| CliError::user(format!("input '{name}': {e}")))?;
-    if t.dtype() != ty.dtype {
-        return Err(CliError::user(format!(
-            "{}: input '{name}' needs {} data, the file holds {}",
-            path.display(),
-            ty.dtype,
-            t.dtype()
-        )));
-    }
-    let (n, stacked) = crate::cmd::frame_shape::frames_in(name, &t.shape, &ty.shape)
-        .map_err(|m| CliError::user(format!("{}: {m}", path.display())))?;
-    Ok(Feed {
-        tensor: t,
-        frames: stacked.then_some(n),
-    })
-}
-
-/// The common frame count of all framed inputs (`None` if no input is framed).
-fn frame_count(feeds: &BTreeMap<String, Feed>) -> Result<Option<usize>, CliError> {
-    let mut frames: Option<(usize, &str)> = None;
-    for (name, f) in feeds {
-        match (f.frames, frames) {
-            (Some(n), Some((m, other))) if n != m => {
-                return Err(CliError::user(format!(
-                    "input '{name}' has {n} frames but input '{other}' has {m}"
-                )));
-            }
-            (Some(n), None) => frames = Some((n, name)),
-            _ => {}
-        }
-    }
-    Ok(frames.map(|(n, _)| n))
-}
-
-/// Frame `f` of a feed (the whole tensor when it is not framed).
-fn frame_of(feed: &Feed, f: usize) -> Tensor {
-    let Some(n) = feed.frames else {
-        return feed.tensor.clone();
-    };
-    let shape = feed.tensor.shape[1..].to_vec();
-    let len = feed.tensor.numel() / n;
-    let range = f * len..(f + 1) * len;
-    let data = match &feed.tensor.data {
-        TensorData::F32(v) => TensorData::F32(v[range].to_vec()),
-        TensorData::I8(v) => TensorData::I8(v[range].to_vec()),
-        TensorData::U8(v) => TensorData::U8(v[range].to_vec()),
-        TensorData::I32(v) => TensorData::I32(v[range].to_vec()),
-        TensorData::I64(v) => TensorData::I64(v[range].to_vec()),
-    };
-    Tensor { shape, data }
-}
-
-/// Name and stacked tensor of every graph output, in graph output order.
-fn stack_outputs(
-    graph: &Graph,
-    mut results: BTreeMap<String, Vec<Tensor>>,
-    frames: Option<usize>,
-) -> Result<Vec<(String, Tensor)>, CliError> {
-    let mut out = Vec::new();
-    for o in graph.outputs() {
-        let parts = results.remove(&o.name).ok_or_else(|| {
-            CliError::internal("eval", format!("output '{}' was not produced", o.name))
-        })?;
-        let tensor = match frames {
-            None => parts
-                .into_iter()
-                .next()
-                .ok_or_else(|| CliError::internal("eval", "no frame ran"))?,
-            Some(n) => {
-                let mut shape = vec![n];
-                shape.extend_from_slice(&parts[0].shape);
-                let data: Vec<f32> = parts.iter().flat_map(|t| t.to_f32_vec()).collect();
-                Tensor::f32(shape, data).ok_or_else(|| {
-                    CliError::internal(
-                        "eval",
-                        format!("frames of output '{}' differ in size", o.name),
-                    )
-                })?
-            }
-        };
-        let tensor = Tensor {
-            shape: tensor.shape.clone(),
-            data: TensorData::F32(tensor.to_f32_vec()),
-        };
-        out.push((o.name.clone(), tensor));
-    }
-    Ok(out)
 }
 
 fn print_summary(name: &str, file: &str, t: &Tensor, frames: Option<usize>) {
@@ -343,15 +199,7 @@ mod tests {
     }
 
     #[test]
-    fn frames_split_and_top5_orders_scores() {
-        let feed = Feed {
-            tensor: Tensor::f32(vec![3, 1, 2], vec![1., 2., 3., 4., 5., 6.]).unwrap(),
-            frames: Some(3),
-        };
-        assert_eq!(
-            frame_of(&feed, 1),
-            Tensor::f32(vec![1, 2], vec![3., 4.]).unwrap()
-        );
+    fn top5_orders_scores() {
         assert_eq!(
             top5(&[0.1, 0.5, 0.2, 0.5]),
             "1 (0.5000), 3 (0.5000), 2 (0.2000), 0 (0.1000)"

@@ -1,12 +1,8 @@
 pub mod asm;
-pub mod common;
 pub mod compile;
 pub mod disasm;
 pub mod eval;
-pub mod frame_shape;
-pub mod frames;
 pub mod inspect;
-pub mod outputs;
 pub mod pictures;
 pub mod profile;
 pub mod run;

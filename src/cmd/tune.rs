@@ -3,8 +3,8 @@
 //! does not depend on the hardware), reads the space and cost model, runs the
 //! search, and writes the results; `nnac tune merge` joins shards.
 
-use super::common::parse_input_shape;
-use super::frames::Preprocess;
+use nnac_driver::model::parse_input_shape;
+use nnac_driver::frames::Preprocess;
 use crate::error::CliError;
 use nnac_frontend::{load_model, ImportOptions};
 use nnac_ir::{Tensor, TensorData};
@@ -218,7 +218,7 @@ fn prepare(spec: &ModelSpec, name: &str, args: &RunArgs) -> Result<CompiledModel
     let frames = match (&spec.calib, args.random_calib) {
         (Some(p), _) => {
             let calib = vec![p.display().to_string()];
-            super::compile::calib_frames(&calib, &Preprocess::default(), &g)?
+            nnac_driver::calib::calib_args(&calib, &Preprocess::default(), &g)?
         }
         (None, Some(n)) if n >= 1 => random_frames(&g, n, args.seed),
         _ => {

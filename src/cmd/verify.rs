@@ -5,9 +5,9 @@
 //! or deadlocks. Prints `OK: ...` (exit 0) or every finding (exit 1).
 
 use crate::error::CliError;
-use nnac_isa::checks::check_instr;
-use nnac_isa::hazard::{self, instr_refs};
-use nnac_isa::{HwConfig, Program};
+use nnac_driver::run::read_program;
+use nnac_driver::verify::{failure, verify};
+use nnac_isa::HwConfig;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -22,58 +22,23 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<(), CliError> {
     let name = args.program.display().to_string();
-    let bytes = std::fs::read(&args.program)
-        .map_err(|e| CliError::user(format!("cannot read {name}: {e}")))?;
-    let program = Program::read(&bytes).map_err(|e| CliError::user(format!("{name}: {e}")))?;
+    let program = read_program(&args.program)?;
     if let Some(path) = &args.hw {
         let hw = HwConfig::from_toml_file(path).map_err(|e| CliError::user(e.to_string()))?;
         program
             .require_hw(&hw)
             .map_err(|e| CliError::user(format!("{name}: {e}")))?;
     }
-    let findings = instruction_errors(&program);
-    if !findings.is_empty() {
-        return fail(&name, &findings);
-    }
-    let report = hazard::check_program(&program)
-        .map_err(|e| CliError::internal("the hazard checker", format!("{name}: {e}")))?;
-    if !report.is_clean() {
-        return fail(&name, &report.lines());
-    }
-    println!(
-        "OK: {} instructions ({} DMA, {} compute), no race, no deadlock, no flag error{}",
-        program.instrs.len(),
-        report.dma_instrs,
-        report.compute_instrs,
-        if program.body_start.is_some() {
-            ", no resident overwrite (prologue once, body per frame)"
-        } else {
-            ""
+    match verify(&program, &name)? {
+        Ok(summary) => {
+            println!("{summary}");
+            Ok(())
         }
-    );
-    Ok(())
-}
-
-/// `check_instr` failures of every instruction, naming index, mnemonic and offset.
-fn instruction_errors(p: &Program) -> Vec<String> {
-    instr_refs(&p.instrs)
-        .iter()
-        .zip(&p.instrs)
-        .filter_map(|(r, ins)| {
-            check_instr(ins, &p.meta.hw)
-                .err()
-                .map(|m| format!("instruction {r}: {m}"))
-        })
-        .collect()
-}
-
-fn fail(name: &str, findings: &[String]) -> Result<(), CliError> {
-    for f in findings {
-        println!("{f}");
+        Err(findings) => {
+            for f in &findings {
+                println!("{f}");
+            }
+            Err(failure(&name, &findings))
+        }
     }
-    Err(CliError::user(format!(
-        "{name}: verification failed ({} finding{})",
-        findings.len(),
-        if findings.len() == 1 { "" } else { "s" }
-    )))
 }

@@ -8,7 +8,7 @@
 //! first suffix not already taken. Nothing is left behind unless every file was
 //! written.
 
-use crate::error::{write_atomic, CliError};
+use crate::error::{write_atomic, Error};
 use nnac_interp::npy::encode_npy;
 use nnac_ir::Tensor;
 use std::collections::BTreeSet;
@@ -55,10 +55,10 @@ pub fn file_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
 /// Writes every `(output name, tensor)` as `.npy` into `dir` (created if missing) under
 /// [`file_names`]; returns the file names. On a failure the files already written are
 /// removed.
-pub fn write_outputs(dir: &Path, outputs: &[(String, Tensor)]) -> Result<Vec<String>, CliError> {
+pub fn write_outputs(dir: &Path, outputs: &[(String, Tensor)]) -> Result<Vec<String>, Error> {
     let files = file_names(outputs.iter().map(|(n, _)| n.as_str()));
     std::fs::create_dir_all(dir).map_err(|e| {
-        CliError::user(format!(
+        Error::user(format!(
             "cannot create output directory {}: {e}",
             dir.display()
         ))

@@ -2,7 +2,7 @@
 //! preprocessing flags), or directories of them. Shared by `compile --calib` and
 //! the commands that feed a model.
 
-use crate::error::CliError;
+use crate::error::Error;
 use nnac_ir::{Tensor, TensorType};
 use std::path::{Path, PathBuf};
 
@@ -10,20 +10,33 @@ use std::path::{Path, PathBuf};
 /// `x[c] = (pixel[c] / 255 * 255 - mean[c]) * scale`, i.e. pixels in 0..=255 minus
 /// the per-channel mean, times the scale; channels RGB unless `--bgr`; resized
 /// (bilinear) to the model input's H x W unless `--resize` gives another size.
-#[derive(clap::Args, Clone, Debug, Default)]
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct Preprocess {
     /// Per-channel mean subtracted from 0..255 pixel values, e.g. `104,117,123`.
-    #[arg(long, value_delimiter = ',')]
+    #[cfg_attr(feature = "cli", arg(long, value_delimiter = ','))]
     pub mean: Vec<f32>,
     /// Multiplier applied after the mean, e.g. `0.00392157` for 1/255.
-    #[arg(long, default_value_t = 1.0)]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 1.0))]
     pub scale: f32,
     /// Feed channels in BGR order (Caffe models).
-    #[arg(long)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub bgr: bool,
     /// Resize images to HxW before feeding (default: the model input's H and W).
-    #[arg(long, value_name = "HxW")]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "HxW"))]
     pub resize: Option<String>,
+}
+
+impl Default for Preprocess {
+    /// No mean, scale 1, RGB, resized to the model input (the CLI's defaults).
+    fn default() -> Self {
+        Preprocess {
+            mean: Vec::new(),
+            scale: 1.0,
+            bgr: false,
+            resize: None,
+        }
+    }
 }
 
 fn is_image(p: &Path) -> bool {
@@ -42,11 +55,10 @@ fn is_npy(p: &Path) -> bool {
 
 /// The files a path names: itself, or the `.npy`/image files of a directory in
 /// sorted order.
-pub fn expand(path: &Path) -> Result<Vec<PathBuf>, CliError> {
+pub fn expand(path: &Path) -> Result<Vec<PathBuf>, Error> {
     if path.is_dir() {
-        let rd = std::fs::read_dir(path).map_err(|e| {
-            CliError::user(format!("cannot read directory {}: {e}", path.display()))
-        })?;
+        let rd = std::fs::read_dir(path)
+            .map_err(|e| Error::user(format!("cannot read directory {}: {e}", path.display())))?;
         let mut files: Vec<PathBuf> = rd
             .filter_map(|e| e.ok())
             .map(|e| e.path())
@@ -54,7 +66,7 @@ pub fn expand(path: &Path) -> Result<Vec<PathBuf>, CliError> {
             .collect();
         files.sort();
         if files.is_empty() {
-            return Err(CliError::user(format!(
+            return Err(Error::user(format!(
                 "{} holds no .npy, .png or .jpg files",
                 path.display()
             )));
@@ -63,7 +75,7 @@ pub fn expand(path: &Path) -> Result<Vec<PathBuf>, CliError> {
     } else if path.exists() {
         Ok(vec![path.to_path_buf()])
     } else {
-        Err(CliError::user(format!("{} does not exist", path.display())))
+        Err(Error::user(format!("{} does not exist", path.display())))
     }
 }
 
@@ -75,17 +87,17 @@ pub fn load_frames(
     input: &str,
     ty: &TensorType,
     pre: &Preprocess,
-) -> Result<Vec<Tensor>, CliError> {
+) -> Result<Vec<Tensor>, Error> {
     let mut frames = Vec::new();
     for file in expand(path)? {
         if is_image(&file) {
             frames.push(load_image(&file, ty, pre)?);
         } else if is_npy(&file) {
             let t = nnac_interp::npy::read_npy(&file)
-                .map_err(|e| CliError::user(format!("{}: {e}", file.display())))?;
-            frames.extend(split_frames(t, &file, input, ty)?);
+                .map_err(|e| Error::user(format!("{}: {e}", file.display())))?;
+            frames.extend(split_frames(t, &file.display().to_string(), input, ty)?);
         } else {
-            return Err(CliError::user(format!(
+            return Err(Error::user(format!(
                 "{}: expected a .npy, .png or .jpg file",
                 file.display()
             )));
@@ -94,25 +106,25 @@ pub fn load_frames(
     Ok(frames)
 }
 
-/// Splits a tensor into frames of `ty`'s shape (it is one frame or N stacked).
+/// Splits a tensor into frames of `ty`'s shape (it is one frame or N stacked); errors
+/// start with `origin` (the file name, or what else the tensor came from).
 pub fn split_frames(
     t: Tensor,
-    file: &Path,
+    origin: &str,
     input: &str,
     ty: &TensorType,
-) -> Result<Vec<Tensor>, CliError> {
+) -> Result<Vec<Tensor>, Error> {
     let data = match &t.data {
         nnac_ir::TensorData::F32(v) => v.clone(),
         _ => {
-            return Err(CliError::user(format!(
-                "{}: input '{input}' needs float32 data, the file holds {}",
-                file.display(),
+            return Err(Error::user(format!(
+                "{origin}: input '{input}' needs float32 data, the file holds {}",
                 t.dtype()
             )))
         }
     };
-    let (n, _) = crate::cmd::frame_shape::frames_in(input, &t.shape, &ty.shape)
-        .map_err(|m| CliError::user(format!("{}: {m}", file.display())))?;
+    let (n, _) = crate::frame_shape::frames_in(input, &t.shape, &ty.shape)
+        .map_err(|m| Error::user(format!("{origin}: {m}")))?;
     let per = ty.numel();
     Ok((0..n)
         .map(|i| {
@@ -128,16 +140,16 @@ fn parse_hw(s: &str) -> Option<(usize, usize)> {
 }
 
 /// Decodes and preprocesses one image into an NCHW tensor of `ty`'s shape.
-pub fn load_image(file: &Path, ty: &TensorType, pre: &Preprocess) -> Result<Tensor, CliError> {
+pub fn load_image(file: &Path, ty: &TensorType, pre: &Preprocess) -> Result<Tensor, Error> {
     let [1, c, h, w] = ty.shape[..] else {
-        return Err(CliError::user(format!(
+        return Err(Error::user(format!(
             "{}: images can only feed a 1xCxHxW input, this one is {}",
             file.display(),
             nnac_ir::shape_str(&ty.shape)
         )));
     };
     if c != 3 && c != 1 {
-        return Err(CliError::user(format!(
+        return Err(Error::user(format!(
             "{}: images feed 1 or 3 channels, the input has {c}",
             file.display()
         )));
@@ -146,25 +158,25 @@ pub fn load_image(file: &Path, ty: &TensorType, pre: &Preprocess) -> Result<Tens
         match parse_hw(r) {
             Some(s) if s == (h, w) => {}
             Some((rh, rw)) => {
-                return Err(CliError::user(format!(
+                return Err(Error::user(format!(
                     "--resize {rh}x{rw} does not match the model input {h}x{w}"
                 )))
             }
-            None => return Err(CliError::user(format!("--resize expects HxW, got '{r}'"))),
+            None => return Err(Error::user(format!("--resize expects HxW, got '{r}'"))),
         }
     }
     if !pre.mean.is_empty() && pre.mean.len() != c {
-        return Err(CliError::user(format!(
+        return Err(Error::user(format!(
             "--mean has {} values, the input has {c} channels",
             pre.mean.len()
         )));
     }
     let img = image::ImageReader::open(file)
-        .map_err(|e| CliError::user(format!("cannot read {}: {e}", file.display())))?
+        .map_err(|e| Error::user(format!("cannot read {}: {e}", file.display())))?
         .with_guessed_format()
-        .map_err(|e| CliError::user(format!("cannot read {}: {e}", file.display())))?
+        .map_err(|e| Error::user(format!("cannot read {}: {e}", file.display())))?
         .decode()
-        .map_err(|e| CliError::user(format!("cannot decode {}: {e}", file.display())))?
+        .map_err(|e| Error::user(format!("cannot decode {}: {e}", file.display())))?
         .to_rgb8();
     let img = image::imageops::resize(
         &img,

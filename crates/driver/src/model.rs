@@ -1,33 +1,35 @@
-//! Pieces shared by the subcommands that read a model (`inspect`, `eval`, `compile`):
-//! the `MODEL [--weights W] [--input-shape NAME=1x3xHxW ...]` arguments and loading.
+//! The model and quantization options of every front end that reads a model (`nnac
+//! inspect`, `eval`, `compile`; `nnac.compile`, `nnac.inspect`, ...): the `MODEL
+//! [--weights W] [--input-shape NAME=1x3xHxW ...]` arguments and loading.
 
-use crate::error::CliError;
+use crate::error::Error;
 use nnac_frontend::{load_model, ImportOptions};
 use nnac_ir::Graph;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The model to load: flatten into a subcommand's `Args` with `#[command(flatten)]`.
-#[derive(clap::Args, Clone, Debug)]
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct ModelArgs {
     /// The model: an ONNX file (.onnx) or a Caffe network (.prototxt).
     pub model: PathBuf,
     /// Caffe weights (.caffemodel) for a .prototxt model.
-    #[arg(long, value_name = "W")]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "W"))]
     pub weights: Option<PathBuf>,
     /// Fixes the shape of a graph input with dynamic dimensions, e.g.
     /// `--input-shape x=1x3x640x640` (repeatable, one per input).
-    #[arg(long = "input-shape", value_name = "NAME=SHAPE", value_parser = input_shape_arg)]
+    #[cfg_attr(feature = "cli", arg(long = "input-shape", value_name = "NAME=SHAPE", value_parser = input_shape_arg))]
     pub input_shape: Vec<(String, Vec<usize>)>,
 }
 
 impl ModelArgs {
     /// The import options these arguments describe; a name given twice is an error.
-    pub fn import_options(&self) -> Result<ImportOptions, CliError> {
+    pub fn import_options(&self) -> Result<ImportOptions, Error> {
         let mut input_shapes = BTreeMap::new();
         for (name, shape) in &self.input_shape {
             if input_shapes.insert(name.clone(), shape.clone()).is_some() {
-                return Err(CliError::user(format!(
+                return Err(Error::user(format!(
                     "--input-shape given twice for input '{name}'"
                 )));
             }
@@ -39,43 +41,43 @@ impl ModelArgs {
 /// Parses `NAME=1x3x224x224` into the input name and its dimensions. The name may
 /// itself contain `=` (the shape follows the last one); every dimension must be a
 /// positive integer.
-pub fn parse_input_shape(s: &str) -> Result<(String, Vec<usize>), CliError> {
+pub fn parse_input_shape(s: &str) -> Result<(String, Vec<usize>), Error> {
     let (name, dims) = s.rsplit_once('=').ok_or_else(|| {
-        CliError::user(format!(
+        Error::user(format!(
             "--input-shape '{s}': expected NAME=SHAPE, e.g. x=1x3x224x224"
         ))
     })?;
     if name.is_empty() {
-        return Err(CliError::user(format!(
+        return Err(Error::user(format!(
             "--input-shape '{s}': the input name is empty"
         )));
     }
     let shape = dims
         .split(['x', 'X'])
         .map(|d| parse_dim(s, d.trim()))
-        .collect::<Result<Vec<usize>, CliError>>()?;
+        .collect::<Result<Vec<usize>, Error>>()?;
     Ok((name.to_string(), shape))
 }
 
 /// clap's value parser: the same rule, the error as text.
+#[cfg(feature = "cli")]
 fn input_shape_arg(s: &str) -> Result<(String, Vec<usize>), String> {
     parse_input_shape(s).map_err(|e| e.to_string())
 }
 
-fn parse_dim(whole: &str, d: &str) -> Result<usize, CliError> {
+fn parse_dim(whole: &str, d: &str) -> Result<usize, Error> {
     match d.parse::<usize>() {
         Ok(n) if n > 0 => Ok(n),
-        _ => Err(CliError::user(format!(
+        _ => Err(Error::user(format!(
             "--input-shape '{whole}': dimension '{d}' is not a positive integer (expected e.g. 1x3x224x224)"
         ))),
     }
 }
 
 /// Loads the model the arguments name; every import failure is the user's (exit 1).
-pub fn load(args: &ModelArgs) -> Result<Graph, CliError> {
+pub fn load(args: &ModelArgs) -> Result<Graph, Error> {
     let opts = args.import_options()?;
-    load_model(&args.model, args.weights.as_deref(), &opts)
-        .map_err(|e| CliError::user(e.to_string()))
+    load_model(&args.model, args.weights.as_deref(), &opts).map_err(|e| Error::user(e.to_string()))
 }
 
 #[cfg(test)]
@@ -102,7 +104,7 @@ mod tests {
             "images", "=1x3", "x=", "x=1x", "x=1x0x3", "x=1xHx3", "x=-1x3",
         ] {
             let e = parse_input_shape(bad).unwrap_err();
-            assert!(matches!(e, CliError::User(_)), "{bad}");
+            assert!(matches!(e, Error::User(_)), "{bad}");
             assert!(e.to_string().contains("--input-shape"), "{bad}: {e}");
         }
     }
@@ -120,48 +122,70 @@ mod tests {
 
 /// How `compile`, `eval --quantized` and `inspect --calib` quantize: the options of
 /// the pass pipeline's calibration.
-#[derive(clap::Args, Clone, Debug)]
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct QuantArgs {
     /// How activation ranges are chosen from calibration statistics.
-    #[arg(
-        long,
-        default_value = "percentile",
-        value_parser = clap::builder::PossibleValuesParser::new(
-            nnac_passes::CalibMethod::ALL.map(nnac_passes::CalibMethod::name)
-        )
-    )]
+    #[cfg_attr(feature = "cli", arg( long, default_value = "percentile", value_parser = clap::builder::PossibleValuesParser::new( nnac_passes::CalibMethod::ALL.map(nnac_passes::CalibMethod::name) ) ))]
     pub calib_method: String,
     /// Percentile of |x| the `percentile` method clips at (0 < P <= 100).
-    #[arg(long, default_value_t = 99.99, value_name = "P")]
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 99.99, value_name = "P"))]
     pub percentile: f32,
     /// Empirical bias correction: subtract from every dot product's bias the mean
     /// error of its int8 pre-activation against float on the calibration frames.
-    #[arg(long)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub bias_correction: bool,
     /// How weights become int8 codes: `nearest` rounds each weight at its channel's
     /// scale; `gptq` picks the codes that minimise the error of each layer's output on
     /// the calibration frames (GPTQ, docs/QUANTIZATION.md).
-    #[arg(
-        long,
-        default_value = "nearest",
-        value_parser = clap::builder::PossibleValuesParser::new(
-            nnac_passes::WeightRounding::ALL.map(nnac_passes::WeightRounding::name)
-        )
-    )]
+    #[cfg_attr(feature = "cli", arg( long, default_value = "nearest", value_parser = clap::builder::PossibleValuesParser::new( nnac_passes::WeightRounding::ALL.map(nnac_passes::WeightRounding::name) ) ))]
     pub weight_rounding: String,
 }
 
+impl Default for QuantArgs {
+    /// The pass pipeline's defaults (the CLI's): percentile 99.99, no bias
+    /// correction, nearest rounding.
+    fn default() -> Self {
+        let d = nnac_passes::PassOptions::default();
+        QuantArgs {
+            calib_method: d.calib_method.name().to_string(),
+            percentile: d.percentile,
+            bias_correction: d.bias_correction,
+            weight_rounding: d.weight_rounding.name().to_string(),
+        }
+    }
+}
+
 impl QuantArgs {
-    /// The pass options these flags set; everything else at its default.
-    pub fn pass_options(&self) -> nnac_passes::PassOptions {
-        nnac_passes::PassOptions {
-            calib_method: nnac_passes::CalibMethod::from_name(&self.calib_method)
-                .expect("clap checked the value"),
+    /// The pass options these flags set; everything else at its default. An unknown
+    /// method name (the CLI's parser refuses it before) is the user's error.
+    pub fn pass_options(&self) -> Result<nnac_passes::PassOptions, Error> {
+        let calib_method =
+            nnac_passes::CalibMethod::from_name(&self.calib_method).ok_or_else(|| {
+                Error::user(format!(
+                    "unknown calibration method '{}' (one of {})",
+                    self.calib_method,
+                    nnac_passes::CalibMethod::ALL
+                        .map(nnac_passes::CalibMethod::name)
+                        .join(", ")
+                ))
+            })?;
+        let weight_rounding = nnac_passes::WeightRounding::from_name(&self.weight_rounding)
+            .ok_or_else(|| {
+                Error::user(format!(
+                    "unknown weight rounding '{}' (one of {})",
+                    self.weight_rounding,
+                    nnac_passes::WeightRounding::ALL
+                        .map(nnac_passes::WeightRounding::name)
+                        .join(", ")
+                ))
+            })?;
+        Ok(nnac_passes::PassOptions {
+            calib_method,
             percentile: self.percentile,
             bias_correction: self.bias_correction,
-            weight_rounding: nnac_passes::WeightRounding::from_name(&self.weight_rounding)
-                .expect("clap checked the value"),
+            weight_rounding,
             ..nnac_passes::PassOptions::default()
-        }
+        })
     }
 }
