@@ -55,6 +55,11 @@ pub struct Args {
     /// plan and streams the rest every frame; `off` always streams them.
     #[arg(long, default_value = "auto", value_parser = ["auto", "off"])]
     pub resident_weights: String,
+    /// Ops the NNA cannot run: `allow` runs them on the host between NNA segments
+    /// (listed in the summary with their reason and bytes); `deny` makes any host op
+    /// an error naming each (for an all-NNA program).
+    #[arg(long, default_value = "allow", value_parser = ["allow", "deny"])]
+    pub host_ops: String,
 }
 
 pub fn load_hw(path: Option<&Path>) -> Result<nnac_isa::HwConfig, CliError> {
@@ -152,7 +157,13 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let hw = load_hw(args.hw.as_deref())?;
     let graph = common::load(&args.model)?;
     times.lap("import");
-    let frames = calib_frames(&args.calib, &args.pre, &graph)?;
+    let (frames, synthetic) = if args.calib.is_empty() {
+        let note = super::synthetic::description();
+        eprintln!("{}", super::synthetic::warning(&note));
+        (super::synthetic::frames(&graph)?, Some(note))
+    } else {
+        (calib_frames(&args.calib, &args.pre, &graph)?, None)
+    };
     times.lap("load calibration frames");
     let stem = args
         .model
@@ -185,12 +196,6 @@ pub fn run(args: Args) -> Result<(), CliError> {
         measure: !args.quiet || args.quant_report.is_some(),
         ..args.quant.pass_options()
     };
-    let compiled = nnac_passes::compile_graph(graph, &frames, &opts);
-    if show_progress {
-        eprint!("\r\x1b[K");
-    }
-    let compiled = compiled.map_err(|e| CliError::user(e.to_string()))?;
-    times.add_passes(&compiled.report.pass_ms);
     let be_opts = nnac_backend_nna::BackendOptions {
         source_model: args.model.model.display().to_string(),
         compiler_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -201,8 +206,55 @@ pub fn run(args: Args) -> Result<(), CliError> {
         },
         ..Default::default()
     };
-    let (program, be_report) = nnac_backend_nna::lower(&compiled.graph, &hw, &be_opts)
-        .map_err(|e| CliError::user(e.to_string()))?;
+    let quiet = args.quiet;
+    let parted = nnac_partition::compile_and_lower(
+        &graph,
+        &frames,
+        &opts,
+        &hw,
+        &be_opts,
+        &|round, forced| {
+            if show_progress {
+                eprint!("\r\x1b[K");
+            }
+            if !quiet {
+                eprintln!(
+                    "partitioning: {} node(s) the NNA backend cannot lower move to the host; compiling again (round {round})",
+                    forced.len()
+                );
+            }
+        },
+    );
+    if show_progress {
+        eprint!("\r\x1b[K");
+    }
+    let parted = parted.map_err(|e| CliError::user(e.to_string()))?;
+    let compiled = parted.compiled;
+    let (mut program, be_report) = parted.lowered.map_err(|e| CliError::user(e.to_string()))?;
+    times.add_passes(&compiled.report.pass_ms);
+    let host = host_op_lines(&program, &compiled.report);
+    if args.host_ops == "deny" && !host.is_empty() {
+        return Err(CliError::user(format!(
+            "--host-ops deny: {} op(s) would run on the host: {}",
+            host.len(),
+            host.iter()
+                .map(|h| format!("'{}' ({}: {})", h.name, h.op, h.reason))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    if let Some(note) = &synthetic {
+        program.meta.notes.push(nnac_isa::MetaNote {
+            key: nnac_isa::NOTE_CALIBRATION.into(),
+            value: note.clone(),
+        });
+    }
+    for h in &host {
+        program.meta.notes.push(nnac_isa::MetaNote {
+            key: format!("{}{}", nnac_isa::NOTE_HOST_REASON, h.name),
+            value: h.reason.clone(),
+        });
+    }
     times.add_backend(&be_report.stage_us);
     let bytes = program
         .write()
@@ -235,8 +287,61 @@ pub fn run(args: Args) -> Result<(), CliError> {
         );
         println!("weights: {}", be_report.residency);
         print_spills(&be_report);
+        print_host_ops(&host);
+        if let Some(note) = &synthetic {
+            println!("calibration: {note}");
+        }
     }
     Ok(())
+}
+
+/// One host op of a program, for the summary and `--host-ops deny`.
+struct HostLine {
+    name: String,
+    op: String,
+    reason: String,
+    /// DRAM bytes it reads and writes per frame.
+    bytes: u64,
+}
+
+/// The program's host ops with the reason the passes recorded for each.
+fn host_op_lines(p: &nnac_isa::Program, rep: &nnac_passes::Report) -> Vec<HostLine> {
+    let Some(ops) = &p.host_ops else {
+        return Vec::new();
+    };
+    ops.ops
+        .iter()
+        .map(|h| {
+            let entry = rep.host_ops.iter().find(|e| e.node == h.name);
+            HostLine {
+                name: h.name.clone(),
+                op: entry.map_or_else(|| h.op.clone(), |e| e.op.clone()),
+                reason: entry.map_or_else(
+                    || {
+                        format!(
+                            "a {} the NNA cannot do as a view of its input's SRAM buffer",
+                            h.op.split('{').next().unwrap_or(&h.op)
+                        )
+                    },
+                    |e| e.reason.clone(),
+                ),
+                bytes: h.inputs.iter().map(|d| d.bytes()).sum::<u64>() + h.output.bytes(),
+            }
+        })
+        .collect()
+}
+
+/// The host ops, their reasons and the DRAM bytes each moves.
+fn print_host_ops(host: &[HostLine]) {
+    if host.is_empty() {
+        println!("host ops: none (every op runs on the NNA)");
+        return;
+    }
+    let total: u64 = host.iter().map(|h| h.bytes).sum();
+    println!("host ops: {} ({total} B of DRAM per frame)", host.len());
+    for h in host {
+        println!("  {} ({}): {} B; {}", h.name, h.op, h.bytes, h.reason);
+    }
 }
 
 /// DRAM spill/fill traffic and the layers split into row bands / weight groups.

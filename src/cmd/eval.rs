@@ -32,9 +32,11 @@ pub struct Args {
     /// Directory for the `<output>.npy` files (created if missing).
     #[arg(long = "output-dir", value_name = "DIR", default_value = ".")]
     pub output_dir: PathBuf,
-    /// Run the int8 model: fold, fuse, calibrate on `--calib` and quantize as `compile`
-    /// does, then run the quantized reference interpreter (outputs dequantized).
-    #[arg(long, requires = "calib")]
+    /// Run the int8 model: fold, fuse, calibrate on `--calib` (without it, on the
+    /// synthetic frames `compile` uses) and quantize as `compile` does, with the same
+    /// ops on the host, then run the quantized reference interpreter (outputs
+    /// dequantized).
+    #[arg(long)]
     pub quantized: bool,
     /// Calibration data for `--quantized` (as `compile --calib`).
     #[arg(long, value_name = "[INPUT=]PATH")]
@@ -59,15 +61,33 @@ impl Runner {
             }
             return Ok(Runner::Float(graph));
         }
-        let frames = calib_frames(&args.calib, &args.pre, &graph)?;
+        let frames = if args.calib.is_empty() {
+            eprintln!(
+                "{}",
+                crate::cmd::synthetic::warning(&crate::cmd::synthetic::description())
+            );
+            crate::cmd::synthetic::frames(&graph)?
+        } else {
+            calib_frames(&args.calib, &args.pre, &graph)?
+        };
         let opts = PassOptions {
             // Only the quantized graph is used: no accuracy report.
             measure: false,
             ..args.quant.pass_options()
         };
-        let compiled = nnac_passes::compile_graph(graph, &frames, &opts)
-            .map_err(|e| CliError::user(e.to_string()))?;
-        Ok(Runner::Quantized(compiled.graph))
+        // The graph `nnac compile` would lower: the same ops on the host (partitioned
+        // for the default hardware), so that `nnac run` of the program is bit-exact
+        // with this interpreter.
+        let parted = nnac_partition::compile_and_lower(
+            &graph,
+            &frames,
+            &opts,
+            &nnac_isa::HwConfig::fsd(),
+            &nnac_backend_nna::BackendOptions::default(),
+            &|_, _| {},
+        )
+        .map_err(|e| CliError::user(e.to_string()))?;
+        Ok(Runner::Quantized(parted.compiled.graph))
     }
 
     fn run(&self, inputs: &BTreeMap<String, Tensor>) -> Result<BTreeMap<String, Tensor>, CliError> {

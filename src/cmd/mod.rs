@@ -8,4 +8,5 @@ pub mod frames;
 pub mod inspect;
 pub mod profile;
 pub mod run;
+pub mod synthetic;
 pub mod verify;

@@ -49,6 +49,18 @@ impl fmt::Display for BackendError {
 
 impl std::error::Error for BackendError {}
 
+impl BackendError {
+    /// The reason alone: for one unsupported node, its reason without the node
+    /// count and name (a walk step reports it under that node already); else the
+    /// whole message.
+    pub fn detail(&self) -> String {
+        match self {
+            BackendError::Unsupported(v) if v.len() == 1 => v[0].1.clone(),
+            e => e.to_string(),
+        }
+    }
+}
+
 pub(crate) fn emit_err(node: &str, detail: impl Into<String>) -> BackendError {
     BackendError::Emit {
         node: node.to_string(),

@@ -26,6 +26,7 @@ pub mod fold_hardswish;
 pub mod fold_pad;
 pub mod fold_scale_bias;
 pub mod fold_silu;
+pub mod force_host;
 pub mod fuse_dot;
 pub mod fuse_eltwise;
 pub mod fuse_shuffle;

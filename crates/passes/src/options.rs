@@ -129,6 +129,9 @@ pub struct PassOptions {
     /// Most bytes of float values kept from calibration for the measurement
     /// ([`crate::float_ref`]); frames beyond it run the float interpreter again.
     pub keep_float_bytes: usize,
+    /// Nodes (by name) to run on the host, with the reason: what the NNA backend could
+    /// not lower in an earlier attempt (`force_host`, partitioning).
+    pub host_nodes: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for PassOptions {
@@ -144,6 +147,7 @@ impl Default for PassOptions {
             progress: None,
             measure: true,
             keep_float_bytes: crate::float_ref::KEEP_BYTES,
+            host_nodes: std::collections::BTreeMap::new(),
         }
     }
 }

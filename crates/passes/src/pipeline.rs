@@ -13,9 +13,10 @@ use crate::float_eval::Frame;
 use crate::float_ref::FloatRef;
 use crate::report::{self, HostOpEntry, Report};
 use crate::{
-    fold_batchnorm, fold_constants, fold_hardswish, fold_pad, fold_scale_bias, fold_silu, fuse_dot,
-    fuse_eltwise, fuse_shuffle, lower_concat, lower_pools, lower_resize, lower_scale, mark_host,
-    normalize_gemm, quant, remove_identity, sink_pool, PassError, PassOptions, WeightRounding,
+    fold_batchnorm, fold_constants, fold_hardswish, fold_pad, fold_scale_bias, fold_silu,
+    force_host, fuse_dot, fuse_eltwise, fuse_shuffle, lower_concat, lower_pools, lower_resize,
+    lower_scale, mark_host, normalize_gemm, quant, remove_identity, sink_pool, PassError,
+    PassOptions, WeightRounding,
 };
 use nnac_ir::Graph;
 use std::collections::BTreeMap;
@@ -76,7 +77,11 @@ pub const FLOAT_PASSES: [Pass; 10] = [
 
 /// Fusion into the NNA's compound ops; after these every node is an NNA op, an
 /// input, a constant or a reshape.
-pub const FUSION_PASSES: [Pass; 7] = [
+pub const FUSION_PASSES: [Pass; 8] = [
+    Pass {
+        name: "force_host",
+        run: force_host::force_host,
+    },
     Pass {
         name: "fuse_dot",
         run: fuse_dot::fuse_dot,
@@ -230,7 +235,10 @@ pub fn compile_graph(
     check_options(opts)?;
     let mut r = Runner {
         opts,
-        ctx: PassCtx::default(),
+        ctx: PassCtx {
+            host_reasons: opts.host_nodes.clone(),
+            ..PassCtx::default()
+        },
         step: 0,
         times: Vec::new(),
     };
@@ -254,7 +262,11 @@ pub fn compile_graph(
     };
     rep.host_ops = mark_host::host_ops(&g)
         .into_iter()
-        .map(|(node, op)| HostOpEntry { node, op })
+        .map(|(node, op)| HostOpEntry {
+            reason: r.ctx.host_reason(&node, &op),
+            node,
+            op,
+        })
         .collect();
     if quantize {
         let (stats, keep) = match (early_stats, &float_graph) {
