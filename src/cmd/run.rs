@@ -63,6 +63,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         .map_err(|e| CliError::user(format!("cannot read {}: {e}", args.program.display())))?;
     let program = Program::read(&bytes)
         .map_err(|e| CliError::user(format!("{}: {e}", args.program.display())))?;
+    super::synthetic::warn_if_synthetic(&program);
     let hw = match &args.hw {
         Some(p) => Some(HwConfig::from_toml_file(p).map_err(|e| CliError::user(e.to_string()))?),
         None => None,

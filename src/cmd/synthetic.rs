@@ -30,6 +30,14 @@ pub fn warning(note: &str) -> String {
     )
 }
 
+/// `nnac run` / `profile`: repeats the warning for a program calibrated on
+/// synthetic frames (its metadata note says so), on stderr.
+pub fn warn_if_synthetic(p: &nnac_isa::Program) {
+    if let Some(note) = p.meta.note(nnac_isa::NOTE_CALIBRATION) {
+        eprintln!("{}", warning(note));
+    }
+}
+
 /// [`FRAMES`] frames of every graph input, each element drawn from N(0, 1) with a
 /// SplitMix64 generator and the Box-Muller transform (deterministic on every
 /// machine). Inputs that are not float32 cannot be made up: an error names them.

@@ -68,11 +68,16 @@ pub fn compile_and_lower(
     be_opts: &BackendOptions,
     on_round: &dyn Fn(usize, &BTreeMap<String, String>),
 ) -> Result<Partitioned, PartitionError> {
+    // The first round compiles as asked; later rounds reuse its calibration
+    // statistics without a report, and a measured report then needs one more
+    // compile of the final partition.
+    let measure = opts.measure;
     let mut opts = opts.clone();
     let mut round = 1;
     loop {
-        let compiled = nnac_passes::compile_graph(graph.clone(), frames, &opts)
+        let mut compiled = nnac_passes::compile_graph(graph.clone(), frames, &opts)
             .map_err(PartitionError::Passes)?;
+        opts.calib_stats = opts.calib_stats.take().or_else(|| compiled.stats.clone());
         let lowered = match nnac_backend_nna::lower(&compiled.graph, hw, be_opts) {
             Ok(ok) => Ok(ok),
             Err(BackendError::Unsupported(list)) => {
@@ -86,6 +91,7 @@ pub fn compile_and_lower(
                     Err(e)
                 } else {
                     opts.host_nodes.extend(new);
+                    opts.measure = false;
                     round += 1;
                     on_round(round, &opts.host_nodes);
                     continue;
@@ -93,6 +99,17 @@ pub fn compile_and_lower(
             }
             Err(e) => Err(PartitionError::Backend(e)),
         };
+        if measure && round > 1 {
+            // The same partition, measured: the same quantized graph, with the report.
+            let final_opts = PassOptions {
+                measure: true,
+                calib_stats: None,
+                ..opts.clone()
+            };
+            compiled = nnac_passes::compile_graph(graph.clone(), frames, &final_opts)
+                .map_err(PartitionError::Passes)?;
+        }
+        opts.calib_stats = None;
         return Ok(Partitioned {
             compiled,
             lowered,

@@ -42,7 +42,9 @@ pub mod sink_pool;
 pub use ctx::{Fused, PassCtx, Rewrite};
 pub use error::PassError;
 pub use float_eval::Frame;
-pub use options::{CalibMethod, DumpSpec, PassOptions, Progress, ProgressEvent, WeightRounding};
+pub use options::{
+    CalibMethod, CalibStats, DumpSpec, PassOptions, Progress, ProgressEvent, WeightRounding,
+};
 pub use pipeline::{
     compile_graph, run_passes, stage_names, Compiled, Pass, FLOAT_PASSES, FUSION_PASSES,
 };

@@ -204,6 +204,9 @@ pub struct Compiled {
     /// The quantized graph (or the fused float graph with `skip_quantization`).
     pub graph: Graph,
     pub report: Report,
+    /// The calibration statistics (of the folded float graph on the frames):
+    /// reusable through `PassOptions::calib_stats` for the same graph and frames.
+    pub stats: Option<std::sync::Arc<crate::options::CalibStats>>,
 }
 
 fn check_options(opts: &PassOptions) -> Result<(), PassError> {
@@ -250,10 +253,14 @@ pub fn compile_graph(
     // first (it names the values the report compares), so the float graph is kept as
     // a copy; otherwise calibration runs right here, on the graph itself (no copy).
     let early_stats = if quantize && !opts.measure {
-        Some(r.calibrate(&g, calib_frames, None)?)
+        Some(match &opts.calib_stats {
+            Some(cached) => (**cached).clone(),
+            None => r.calibrate(&g, calib_frames, None)?,
+        })
     } else {
         None
     };
+    let mut kept_stats = early_stats.clone().map(std::sync::Arc::new);
     let float_graph = (quantize && opts.measure).then(|| g.clone());
     r.run(&mut g, &FUSION_PASSES)?;
     let mut rep = Report {
@@ -275,7 +282,9 @@ pub fn compile_graph(
                 let names = report::wanted_names(&g, &r.ctx);
                 let n = calib_frames.len();
                 let mut keep = FloatRef::plan(fg, names, n, opts.keep_float_bytes);
-                (r.calibrate(fg, calib_frames, Some(&mut keep))?, Some(keep))
+                let stats = r.calibrate(fg, calib_frames, Some(&mut keep))?;
+                kept_stats = Some(std::sync::Arc::new(stats.clone()));
+                (stats, Some(keep))
             }
             (None, None) => unreachable!("not measured: calibrated early; measured: copied"),
         };
@@ -324,6 +333,7 @@ pub fn compile_graph(
     Ok(Compiled {
         graph: g,
         report: rep,
+        stats: kept_stats,
     })
 }
 
