@@ -16,6 +16,9 @@ detectors with seeded random weights, in the topology ultralytics exports.
                         [1, 3*H*W, 5+NC], Concat on axis 1; output [1, 6300, 5+NC].
     yolov5s_focus.onnx  the same with the YOLOv5 v1-v5 "Focus" stem: four Slice ops of
                         step 2 on H and W (space-to-depth), Concat, Conv.
+    camera_cnn_<H>x<W>.onnx  a small CNN on a whole camera frame (960x1280, 1080x1920):
+                        planes above one DMA row (1 MiB); Conv+SiLU stride 2 twice, a
+                        3x3 Conv, global average pool, Gemm to 10 classes.
 
 Input `images` 1x3x320x320 (2100 anchor points for v8 = 40^2 + 20^2 + 10^2), NC = 80.
 Weights: He-normal convolutions with small biases, drawn from one generator seeded per
@@ -45,7 +48,7 @@ OUT_DIR = ROOT / ".cache" / "models" / "detectors"
 NC = 80
 REG_MAX = 16
 SEED_BASE = 20261127
-NETS = ("yolov8n", "yolov5s", "yolov5s_focus")
+NETS = ("yolov8n", "yolov5s", "yolov5s_focus", "camera_cnn_960x1280", "camera_cnn_1080x1920")
 
 
 class Builder:
@@ -242,15 +245,31 @@ def yolov5s(b: Builder, h: int, w: int, focus: bool) -> str:
     return b.concat(outs, axis=1)
 
 
+def camera_cnn(b: Builder) -> str:
+    x = b.conv("images", 3, 8, 3, 2, base="stem")
+    x = b.conv(x, 8, 16, 3, 2, base="down")
+    x = b.conv(x, 16, 16, 3, 1, base="body")
+    x = b.op("GlobalAveragePool", [x], "gap")
+    x = b.op("Flatten", [x], "flatten", axis=1)
+    w = b.rng.standard_normal((10, 16), dtype=np.float32) * np.float32(0.3)
+    return b.op("Gemm", [x, b.const(w, base="fc.w"), b.const(np.zeros(10), base="fc.b")],
+                "fc", transB=1)
+
+
 def build(net: str, h: int, w: int) -> onnx.ModelProto:
     b = Builder(SEED_BASE ^ zlib.crc32(net.encode()))
-    if net == "yolov8n":
+    if net.startswith("camera_cnn_"):
+        h, w = (int(v) for v in net.rsplit("_", 1)[1].split("x"))
+        out = camera_cnn(b)
+    elif net == "yolov8n":
         out = yolov8n(b, h, w)
     else:
         out = yolov5s(b, h, w, focus=net.endswith("_focus"))
     b.nodes.append(helper.make_node("Identity", [out], ["output0"], name="output"))
     points = sum((h // s) * (w // s) for s in (8, 16, 32))
     out_shape = [1, 4 + NC, points] if net == "yolov8n" else [1, 3 * points, 5 + NC]
+    if net.startswith("camera_cnn_"):
+        out_shape = [1, 10]
     graph = helper.make_graph(
         b.nodes, net,
         [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, h, w])],
@@ -292,7 +311,8 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     script_hash = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
     for net in nets:
-        path = args.out / (f"{net}.onnx" if (h, w) == (320, 320) else f"{net}_{h}x{w}.onnx")
+        fixed = net.startswith("camera_cnn_") or (h, w) == (320, 320)
+        path = args.out / (f"{net}.onnx" if fixed else f"{net}_{h}x{w}.onnx")
         stamp = path.with_suffix(".stamp")
         if not args.force and path.is_file() and stamp.is_file() \
                 and stamp.read_text() == script_hash:
@@ -300,7 +320,8 @@ def main() -> int:
             continue
         model = build(net, h, w)
         path.write_bytes(model.SerializeToString())
-        shape = check_with_ort(path, h, w)
+        ih, iw = (d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[2:])
+        shape = check_with_ort(path, ih, iw)
         stamp.write_text(script_hash)
         print(f"make_detectors: wrote {path} ({path.stat().st_size / 1e6:.1f} MB, "
               f"output {list(shape)})")

@@ -218,3 +218,33 @@ fn picodet_layout_compiles_and_runs_bit_exact() {
     assert_eq!(prof.matches("host op after segment").count(), 16, "{prof}");
     verify_and_run_bit_exact(&model, &program, &format!("image={}", page.display()), dir);
 }
+
+/// Planes of any size: a camera frame's planes (960x1280 = 1.2 MB, 1080x1920 = 2 MB)
+/// exceed one DMA row (1 MiB); the program moves them in several DMAs and runs
+/// bit-exact.
+#[test]
+fn camera_frames_larger_than_one_dma_row_compile_and_run_bit_exact() {
+    let tmp = tempdir("camera");
+    let dir = tmp.path();
+    for (h, w) in [(960, 1280), (1080, 1920)] {
+        let model = detector(&format!("camera_cnn_{h}x{w}"));
+        let input = dir.join(format!("frame{h}.npy"));
+        run_ok(
+            Command::new(python())
+                .arg(root().join("scripts/image_to_npy.py"))
+                .arg(image("astronaut.png"))
+                .arg(&input)
+                .args(["--size", &format!("{h}x{w}"), "--scale", "0.00392157"]),
+        );
+        let program = dir.join(format!("camera{h}.nnab"));
+        compile_default(&model, &program, true);
+        let listing = run_ok(nnac().arg("disasm").arg(&program));
+        assert!(
+            listing.contains("1048575"),
+            "{h}x{w}: no DMA row of the full 1 MiB - 1 length (a plane in several DMAs)"
+        );
+        let sub = dir.join(format!("{h}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        verify_and_run_bit_exact(&model, &program, &format!("images={}", input.display()), &sub);
+    }
+}
