@@ -10,7 +10,10 @@
 #      (scripts/make_light_models.py);
 #   5. seeded random .caffemodel weights for the BVLC Caffe nets in
 #      $ROOT/.cache/models/caffe-random (scripts/make_caffe_models.py);
-#   6. the YOLOv8n / YOLOv5s-style detectors built with onnx.helper in
+#   6. MobileNet-v2/v3-Large, EfficientNet-B0 and Inception-v4 (299 and 960x1280) built
+#      with onnx.helper, seeded random weights, in $ROOT/.cache/models/arch
+#      (scripts/make_arch_models.py);
+#   7. the YOLOv8n / YOLOv5s-style detectors built with onnx.helper in
 #      $ROOT/.cache/models/detectors (scripts/make_detectors.py).
 # A second run does no network access and takes about a second.
 # Needs python3 (3.11) with the venv module and access to PyPI on the first run.
@@ -63,6 +66,7 @@ main() {
     "$py" "$ROOT/scripts/gen_onnx_node_tests.py"
     "$py" "$ROOT/scripts/make_light_models.py"
     "$py" "$ROOT/scripts/make_caffe_models.py"
+    "$py" "$ROOT/scripts/make_arch_models.py"
     "$py" "$ROOT/scripts/make_detectors.py"
     log "done in $((SECONDS - t0)) s"
 }
