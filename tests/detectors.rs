@@ -245,6 +245,11 @@ fn camera_frames_larger_than_one_dma_row_compile_and_run_bit_exact() {
         );
         let sub = dir.join(format!("{h}"));
         std::fs::create_dir_all(&sub).unwrap();
-        verify_and_run_bit_exact(&model, &program, &format!("images={}", input.display()), &sub);
+        verify_and_run_bit_exact(
+            &model,
+            &program,
+            &format!("images={}", input.display()),
+            &sub,
+        );
     }
 }
