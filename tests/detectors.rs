@@ -238,11 +238,6 @@ fn camera_frames_larger_than_one_dma_row_compile_and_run_bit_exact() {
         );
         let program = dir.join(format!("camera{h}.nnab"));
         compile_default(&model, &program, true);
-        let listing = run_ok(nnac().arg("disasm").arg(&program));
-        assert!(
-            listing.contains("1048575"),
-            "{h}x{w}: no DMA row of the full 1 MiB - 1 length (a plane in several DMAs)"
-        );
         let sub = dir.join(format!("{h}"));
         std::fs::create_dir_all(&sub).unwrap();
         verify_and_run_bit_exact(

@@ -213,3 +213,41 @@ pub fn scale_over(x: &Act, (row, pix, chan): (u32, u32, u32), out_signed: bool) 
         ..Scale::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_rows_cuts_long_rows_and_keeps_every_byte() {
+        // Three channel planes of 1920x1080 (2,073,600 bytes each): 2 chunks per row.
+        let d = Dma {
+            dram_addr: 64,
+            sram_addr: 128,
+            rows: 3,
+            row_len: 2_073_600,
+            dram_stride: 2_073_600,
+            sram_stride: 2_073_600,
+            ..Dma::default()
+        };
+        let parts = split_rows(d.clone());
+        assert_eq!(parts.len(), 2);
+        assert!(parts.iter().all(|p| u64::from(p.row_len) <= MAX_DMA_ROW));
+        let bytes: u64 = parts
+            .iter()
+            .map(|p| u64::from(p.rows) * u64::from(p.row_len))
+            .sum();
+        assert_eq!(bytes, 3 * 2_073_600);
+        assert_eq!(parts[1].dram_addr, 64 + MAX_DMA_ROW);
+        assert_eq!(parts[1].sram_addr, 128 + MAX_DMA_ROW as u32);
+        assert!(parts.iter().all(|p| p.dram_stride == d.dram_stride));
+        assert_eq!(
+            split_rows(Dma {
+                row_len: 100,
+                ..d.clone()
+            })
+            .len(),
+            1
+        );
+    }
+}
