@@ -13,9 +13,10 @@ use crate::float_eval::Frame;
 use crate::float_ref::FloatRef;
 use crate::report::{self, HostOpEntry, Report};
 use crate::{
-    fold_batchnorm, fold_constants, fold_hardswish, fold_pad, fold_scale_bias, fold_silu, fuse_dot,
-    fuse_eltwise, fuse_shuffle, lower_concat, lower_pools, lower_resize, lower_scale, mark_host,
-    normalize_gemm, quant, remove_identity, sink_pool, PassError, PassOptions, WeightRounding,
+    absorb_qdq, fold_batchnorm, fold_constants, fold_hardswish, fold_pad, fold_scale_bias,
+    fold_silu, fuse_dot, fuse_eltwise, fuse_shuffle, lower_concat, lower_pools, lower_resize,
+    lower_scale, mark_host, normalize_gemm, quant, remove_identity, sink_pool, PassError,
+    PassOptions, WeightRounding,
 };
 use nnac_ir::Graph;
 use std::collections::BTreeMap;
@@ -31,7 +32,11 @@ pub struct Pass {
 }
 
 /// Folding on the float graph; the result is the graph calibration runs on.
-pub const FLOAT_PASSES: [Pass; 10] = [
+pub const FLOAT_PASSES: [Pass; 11] = [
+    Pass {
+        name: "absorb_qdq",
+        run: absorb_qdq::absorb_qdq,
+    },
     Pass {
         name: "remove_identity",
         run: remove_identity::remove_identity,
@@ -268,8 +273,10 @@ pub fn compile_graph(
             (None, None) => unreachable!("not measured: calibrated early; measured: copied"),
         };
         let t = Instant::now();
-        let mut layers =
+        let quantized =
             quant::quantize(&mut g, &r.ctx, &stats, opts.calib_method, opts.percentile)?;
+        let mut layers = quantized.layers;
+        rep.quant_source = quantized.source;
         if opts.bias_correction {
             let done = quant::bias_correct::correct_biases(&mut g, &stats, calib_frames)?;
             for c in &done {

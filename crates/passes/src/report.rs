@@ -66,6 +66,10 @@ pub struct Report {
     pub acc_rescaled_layers: Vec<String>,
     /// Per dot op, what empirical bias correction changed (empty when it is off).
     pub bias_correction: Vec<crate::quant::bias_correct::BiasCorrection>,
+    /// For a pre-quantized model: which values and weights keep the file's
+    /// quantization and which were calibrated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quant_source: Option<crate::quant::QuantSource>,
     /// Wall time per pass in milliseconds (not serialized: not deterministic).
     #[serde(skip)]
     pub pass_ms: Vec<(String, f64)>,
