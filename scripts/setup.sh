@@ -9,7 +9,10 @@
 #   4. the ONNX "light" models with seeded random weights in $ROOT/.cache/models/light
 #      (scripts/make_light_models.py);
 #   5. seeded random .caffemodel weights for the BVLC Caffe nets in
-#      $ROOT/.cache/models/caffe-random (scripts/make_caffe_models.py).
+#      $ROOT/.cache/models/caffe-random (scripts/make_caffe_models.py);
+#   6. MobileNet-v2/v3-Large, EfficientNet-B0 and Inception-v4 (299 and 960x1280) built
+#      with onnx.helper, seeded random weights, in $ROOT/.cache/models/arch
+#      (scripts/make_arch_models.py).
 # A second run does no network access and takes about a second.
 # Needs python3 (3.11) with the venv module and access to PyPI on the first run.
 set -euo pipefail
@@ -61,6 +64,7 @@ main() {
     "$py" "$ROOT/scripts/gen_onnx_node_tests.py"
     "$py" "$ROOT/scripts/make_light_models.py"
     "$py" "$ROOT/scripts/make_caffe_models.py"
+    "$py" "$ROOT/scripts/make_arch_models.py"
     log "done in $((SECONDS - t0)) s"
 }
 
