@@ -81,6 +81,10 @@ pub fn calib_frames(
             )
         })
         .collect();
+    if calib.is_empty() && nnac_passes::fixed::is_pre_quantized(graph) {
+        // The file's scales and zero points; the quantizer names any value they miss.
+        return Ok(Vec::new());
+    }
     if calib.is_empty() {
         return Err(CliError::user(
             "quantization needs calibration data: --calib PATH (an .npy, an image, or a directory)",

@@ -76,3 +76,15 @@ impl FixedQuant {
         self.acts.is_empty() && self.weights.is_empty()
     }
 }
+
+/// Whether `g` carries its own quantization (QuantizeLinear / DequantizeLinear or
+/// QOperator ops imported as `Quantize` / `Dequantize`): calibration frames are then
+/// optional.
+pub fn is_pre_quantized(g: &nnac_ir::Graph) -> bool {
+    g.node_ids().into_iter().any(|n| {
+        matches!(
+            g.node(n).op,
+            nnac_ir::Op::Quantize(_) | nnac_ir::Op::Dequantize(_)
+        )
+    })
+}

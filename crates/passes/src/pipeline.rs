@@ -246,12 +246,17 @@ pub fn compile_graph(
     // Calibration runs on the folded float graph. Measured, the fused graph must exist
     // first (it names the values the report compares), so the float graph is kept as
     // a copy; otherwise calibration runs right here, on the graph itself (no copy).
-    let early_stats = if quantize && !opts.measure {
+    // A pre-quantized model may come without frames: the file's quantization is
+    // all there is (the quantizer names any value it leaves out), nothing is measured.
+    let file_only = calib_frames.is_empty() && !r.ctx.fixed.is_empty();
+    let early_stats = if quantize && file_only {
+        Some(BTreeMap::new())
+    } else if quantize && !opts.measure {
         Some(r.calibrate(&g, calib_frames, None)?)
     } else {
         None
     };
-    let float_graph = (quantize && opts.measure).then(|| g.clone());
+    let float_graph = (quantize && opts.measure && !file_only).then(|| g.clone());
     r.run(&mut g, &FUSION_PASSES)?;
     let mut rep = Report {
         graph: g.name.clone(),

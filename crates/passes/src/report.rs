@@ -266,6 +266,9 @@ impl Report {
             self.calib_method.map_or("-", |m| m.name()),
             self.weight_rounding.map_or("-", |m| m.name())
         );
+        if let Some(q) = &self.quant_source {
+            let _ = writeln!(s, "{}", q.summary());
+        }
         let _ = writeln!(s, "host ops ({}):", self.host_ops.len());
         for h in &self.host_ops {
             let _ = writeln!(s, "  {} ({})", h.node, h.op);

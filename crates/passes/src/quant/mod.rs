@@ -70,6 +70,53 @@ pub struct QuantSource {
     pub merged: Vec<String>,
 }
 
+impl QuantSource {
+    /// One line for the compile summary: what the file fixed, what was calibrated.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "pre-quantized model: {} value(s) and {} weight set(s) quantized as the file \
+             says; calibrated: {} value(s){}, {} weight set(s)",
+            self.from_file.len(),
+            self.weights_from_file.len(),
+            self.calibrated.len(),
+            if self.calibrated.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", abbreviated(&self.calibrated))
+            },
+            self.weights_calibrated.len()
+        );
+        if self.clamped_weights > 0 {
+            s += &format!(
+                "; {} weight code(s) -128 stored as -127",
+                self.clamped_weights
+            );
+        }
+        if !self.merged.is_empty() {
+            s += &format!(
+                "; shared buffers take one of several file quantizations: {}",
+                abbreviated(&self.merged)
+            );
+        }
+        s
+    }
+}
+
+/// The first names of a list, then how many more.
+fn abbreviated(names: &[String]) -> String {
+    const SHOW: usize = 6;
+    let mut s = names
+        .iter()
+        .take(SHOW)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOW {
+        s += &format!(", ... {} more", names.len() - SHOW);
+    }
+    s
+}
+
 /// What [`quantize`] returns.
 pub struct Quantized {
     pub layers: Vec<LayerQuant>,
