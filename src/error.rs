@@ -6,21 +6,43 @@ use std::fmt;
 pub enum CliError {
     /// Bad input: missing file, malformed model, unsupported op, wrong shapes. Exit 1.
     User(String),
-    /// A bug in nnac (an invariant broke). Exit 2.
-    Internal(String),
+    /// A bug in nnac (an invariant broke) in `stage`. Exit 2; the message asks for a
+    /// bug report.
+    Internal { stage: String, msg: String },
 }
 
 impl CliError {
     pub fn user(msg: impl Into<String>) -> Self {
         CliError::User(msg.into())
     }
-    pub fn internal(msg: impl Into<String>) -> Self {
-        CliError::Internal(msg.into())
+    /// A bug in nnac found in `stage` (e.g. "backend", "encoding the program").
+    pub fn internal(stage: impl Into<String>, msg: impl Into<String>) -> Self {
+        CliError::Internal {
+            stage: stage.into(),
+            msg: msg.into(),
+        }
+    }
+    /// A pass-pipeline error: internal where [`nnac_passes::PassError::is_internal`]
+    /// says so, else the user's.
+    pub fn from_pass(e: nnac_passes::PassError) -> Self {
+        if e.is_internal() {
+            CliError::internal("the pass pipeline", e.to_string())
+        } else {
+            CliError::user(e.to_string())
+        }
+    }
+    /// A backend error, classified by [`nnac_backend_nna::BackendError::is_internal`].
+    pub fn from_backend(e: nnac_backend_nna::BackendError) -> Self {
+        if e.is_internal() {
+            CliError::internal("the NNA backend", e.to_string())
+        } else {
+            CliError::user(e.to_string())
+        }
     }
     pub fn exit_code(&self) -> i32 {
         match self {
             CliError::User(_) => 1,
-            CliError::Internal(_) => 2,
+            CliError::Internal { .. } => 2,
         }
     }
 }
@@ -29,11 +51,14 @@ impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CliError::User(m) => write!(f, "{m}"),
-            CliError::Internal(m) => write!(f, "internal error (please report): {m}"),
+            CliError::Internal { stage, msg } => write!(
+                f,
+                "internal error in {stage}: {msg}\nThis is a bug in nnac, not in your model: please report it with the command line and the model (nnac {}).",
+                env!("CARGO_PKG_VERSION")
+            ),
         }
     }
 }
-
 /// Writes `bytes` to `path` atomically (temp file + rename), so a failed command
 /// never leaves a partial output file behind.
 pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<(), CliError> {
@@ -47,4 +72,97 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<(), CliError
         let _ = std::fs::remove_file(&tmp);
         CliError::user(format!("cannot write {}: {e}", path.display()))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nnac_backend_nna::BackendError;
+    use nnac_passes::PassError;
+
+    /// Every error class of the pass pipeline and the backend, forced one by one:
+    /// the compiler's own bugs exit 2 with a request for a bug report naming the
+    /// stage, the model's problems exit 1 with the message as it is.
+    #[test]
+    fn each_error_class_has_its_exit_code() {
+        let passes = [
+            (
+                PassError::Verify {
+                    pass: "fuse_dot".into(),
+                    errors: vec!["x".into()],
+                },
+                2,
+            ),
+            (PassError::node("quantize", "conv1", "no stats"), 1),
+            (
+                PassError::Interp {
+                    context: "calibration".into(),
+                    msg: "m".into(),
+                },
+                1,
+            ),
+            (PassError::Calib("2 frames, 3 inputs".into()), 1),
+            (PassError::Options("bad".into()), 1),
+            (
+                PassError::Dump {
+                    path: "d".into(),
+                    msg: "denied".into(),
+                },
+                1,
+            ),
+        ];
+        for (e, code) in passes {
+            let text = e.to_string();
+            let c = CliError::from_pass(e);
+            assert_eq!(c.exit_code(), code, "{text}");
+            let shown = c.to_string();
+            assert!(shown.contains(&text), "{shown}");
+            assert_eq!(
+                code == 2,
+                shown.contains("internal error in the pass pipeline"),
+                "{shown}"
+            );
+            assert_eq!(code == 2, shown.contains("please report it"), "{shown}");
+        }
+        let backend = [
+            (BackendError::Invalid(vec!["edge".into()]), 2),
+            (
+                BackendError::NotQuantized {
+                    node: "a".into(),
+                    detail: "f32".into(),
+                },
+                2,
+            ),
+            (
+                BackendError::Emit {
+                    node: "a".into(),
+                    detail: "field".into(),
+                },
+                2,
+            ),
+            (
+                BackendError::Unsupported(vec![("n".into(), "why".into())]),
+                1,
+            ),
+            (
+                BackendError::SramFull {
+                    node: "fc".into(),
+                    needed: 9,
+                    sram: 8,
+                },
+                1,
+            ),
+        ];
+        for (e, code) in backend {
+            let text = e.to_string();
+            let c = CliError::from_backend(e);
+            assert_eq!(c.exit_code(), code, "{text}");
+            let shown = c.to_string();
+            assert_eq!(
+                code == 2,
+                shown.contains("internal error in the NNA backend"),
+                "{shown}"
+            );
+        }
+    }
 }

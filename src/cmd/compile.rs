@@ -193,7 +193,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     if show_progress {
         eprint!("\r\x1b[K");
     }
-    let compiled = compiled.map_err(|e| CliError::user(e.to_string()))?;
+    let compiled = compiled.map_err(CliError::from_pass)?;
     times.add_passes(&compiled.report.pass_ms);
     let be_opts = nnac_backend_nna::BackendOptions {
         source_model: args.model.model.display().to_string(),
@@ -205,19 +205,20 @@ pub fn run(args: Args) -> Result<(), CliError> {
         },
         ..Default::default()
     };
-    let (program, be_report) = nnac_backend_nna::lower(&compiled.graph, &hw, &be_opts)
-        .map_err(|e| CliError::user(e.to_string()))?;
+    let (program, be_report) =
+        nnac_backend_nna::lower(&compiled.graph, &hw, &be_opts).map_err(CliError::from_backend)?;
     times.add_backend(&be_report.stage_us);
     let bytes = program
         .write()
-        .map_err(|e| CliError::internal(format!("encoding the program: {e}")))?;
+        .map_err(|e| CliError::internal("encoding the program", e.to_string()))?;
     let out = args
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{stem}.nnab")));
     if let Some(path) = &args.quant_report {
-        let json = serde_json::to_string_pretty(&compiled.report)
-            .map_err(|e| CliError::internal(format!("serializing the report: {e}")))?;
+        let json = serde_json::to_string_pretty(&compiled.report).map_err(|e| {
+            CliError::internal("serializing the quantization report", e.to_string())
+        })?;
         write_atomic(path, json.as_bytes())?;
     }
     write_atomic(&out, &bytes)?;

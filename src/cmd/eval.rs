@@ -6,14 +6,15 @@
 //! single-input model). A file may carry one extra leading axis `N`: the model then
 //! runs `N` frames one after another (inputs without the extra axis are reused for
 //! every frame) and each output is stacked the same way. Every graph output is
-//! written as float32 `<output name>.npy` (characters other than letters, digits,
-//! `.`, `-` and `_` become `_`) into `--output-dir`, only once every frame has run.
+//! written as float32 `<output name>.npy` into `--output-dir` (the naming rule of
+//! `nnac run`, `outputs.rs`), only once every frame has run.
 
 use crate::cmd::common::{load, ModelArgs, QuantArgs};
 use crate::cmd::compile::calib_frames;
 use crate::cmd::frames::Preprocess;
-use crate::error::{write_atomic, CliError};
-use nnac_interp::npy::{encode_npy, read_npy};
+use crate::cmd::outputs::write_outputs;
+use crate::error::CliError;
+use nnac_interp::npy::read_npy;
 use nnac_interp::run_float;
 use nnac_ir::{shape_str, Graph, Tensor, TensorData, TensorType};
 use nnac_passes::{run_quantized, PassOptions};
@@ -65,8 +66,8 @@ impl Runner {
             measure: false,
             ..args.quant.pass_options()
         };
-        let compiled = nnac_passes::compile_graph(graph, &frames, &opts)
-            .map_err(|e| CliError::user(e.to_string()))?;
+        let compiled =
+            nnac_passes::compile_graph(graph, &frames, &opts).map_err(CliError::from_pass)?;
         Ok(Runner::Quantized(compiled.graph))
     }
 
@@ -114,7 +115,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     }
     let elapsed = start.elapsed();
     let outputs = stack_outputs(&graph, results, frames)?;
-    write_outputs(&args.output_dir, &outputs)?;
+    let files = write_outputs(&args.output_dir, &outputs)?;
     let n = frames.unwrap_or(1);
     println!(
         "ran {n} frame(s) {} in {:.1} ms ({:.1} ms per frame)",
@@ -122,8 +123,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
         elapsed.as_secs_f64() * 1e3,
         elapsed.as_secs_f64() * 1e3 / n as f64
     );
-    for o in &outputs {
-        print_summary(&o.name, &o.file, &o.tensor, frames);
+    for ((name, t), file) in outputs.iter().zip(&files) {
+        print_summary(name, file, t, frames);
     }
     Ok(())
 }
@@ -224,36 +225,31 @@ fn frame_of(feed: &Feed, f: usize) -> Tensor {
     Tensor { shape, data }
 }
 
-/// One graph output, stacked over the frames, and the file it goes to.
-struct Output {
-    name: String,
-    file: String,
-    tensor: Tensor,
-}
-
-/// Output file name and stacked tensor per graph output, in graph output order.
+/// Name and stacked tensor of every graph output, in graph output order.
 fn stack_outputs(
     graph: &Graph,
     mut results: BTreeMap<String, Vec<Tensor>>,
     frames: Option<usize>,
-) -> Result<Vec<Output>, CliError> {
-    let mut used = BTreeMap::new();
+) -> Result<Vec<(String, Tensor)>, CliError> {
     let mut out = Vec::new();
     for o in graph.outputs() {
-        let parts = results
-            .remove(&o.name)
-            .ok_or_else(|| CliError::internal(format!("output '{}' was not produced", o.name)))?;
+        let parts = results.remove(&o.name).ok_or_else(|| {
+            CliError::internal("eval", format!("output '{}' was not produced", o.name))
+        })?;
         let tensor = match frames {
             None => parts
                 .into_iter()
                 .next()
-                .ok_or_else(|| CliError::internal("no frame ran"))?,
+                .ok_or_else(|| CliError::internal("eval", "no frame ran"))?,
             Some(n) => {
                 let mut shape = vec![n];
                 shape.extend_from_slice(&parts[0].shape);
                 let data: Vec<f32> = parts.iter().flat_map(|t| t.to_f32_vec()).collect();
                 Tensor::f32(shape, data).ok_or_else(|| {
-                    CliError::internal(format!("frames of output '{}' differ in size", o.name))
+                    CliError::internal(
+                        "eval",
+                        format!("frames of output '{}' differ in size", o.name),
+                    )
                 })?
             }
         };
@@ -261,55 +257,9 @@ fn stack_outputs(
             shape: tensor.shape.clone(),
             data: TensorData::F32(tensor.to_f32_vec()),
         };
-        out.push(Output {
-            name: o.name.clone(),
-            file: unique_file_name(&o.name, &mut used),
-            tensor,
-        });
+        out.push((o.name.clone(), tensor));
     }
     Ok(out)
-}
-
-/// `<sanitized name>.npy`, with `_2`, `_3`... appended when two outputs sanitize to
-/// the same name.
-fn unique_file_name(name: &str, used: &mut BTreeMap<String, usize>) -> String {
-    let mut base: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if base.is_empty() || base.chars().all(|c| c == '.') {
-        base = format!("output{base}");
-    }
-    let n = used.entry(base.clone()).or_insert(0);
-    *n += 1;
-    if *n == 1 {
-        format!("{base}.npy")
-    } else {
-        format!("{base}_{n}.npy")
-    }
-}
-
-fn write_outputs(dir: &Path, outputs: &[Output]) -> Result<(), CliError> {
-    std::fs::create_dir_all(dir).map_err(|e| {
-        CliError::user(format!(
-            "cannot create output directory {}: {e}",
-            dir.display()
-        ))
-    })?;
-    let encoded: Vec<(PathBuf, Vec<u8>)> = outputs
-        .iter()
-        .map(|o| (dir.join(&o.file), encode_npy(&o.tensor)))
-        .collect();
-    for (path, bytes) in &encoded {
-        write_atomic(path, bytes)?;
-    }
-    Ok(())
 }
 
 fn print_summary(name: &str, file: &str, t: &Tensor, frames: Option<usize>) {
@@ -390,21 +340,6 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("twice"));
-    }
-
-    #[test]
-    fn output_file_names_are_sanitized_and_unique() {
-        let mut used = BTreeMap::new();
-        assert_eq!(
-            unique_file_name("resnet/fc:0", &mut used),
-            "resnet_fc_0.npy"
-        );
-        assert_eq!(
-            unique_file_name("resnet_fc_0", &mut used),
-            "resnet_fc_0_2.npy"
-        );
-        assert_eq!(unique_file_name("..", &mut used), "output...npy");
-        assert_eq!(unique_file_name("", &mut used), "output.npy");
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub struct Args {
 fn quant_table(g: &Graph, args: &Args) -> Result<String, CliError> {
     let frames = calib_frames(&args.calib, &args.pre, g)?;
     let compiled = nnac_passes::compile_graph(g.clone(), &frames, &args.quant.pass_options())
-        .map_err(|e| CliError::user(e.to_string()))?;
+        .map_err(CliError::from_pass)?;
     Ok(compiled
         .report
         .table()

@@ -6,6 +6,7 @@ pub mod eval;
 pub mod frame_shape;
 pub mod frames;
 pub mod inspect;
+pub mod outputs;
 pub mod profile;
 pub mod run;
 pub mod verify;

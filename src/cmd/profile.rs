@@ -57,12 +57,13 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let prof = analyze_with(&program, hw.as_ref(), &what_if)
         .map_err(|e| CliError::user(format!("{name}: {e}")))?;
     if let Some(path) = &args.trace {
-        let t = serde_json::to_vec(&trace(&prof)).map_err(|e| CliError::internal(e.to_string()))?;
+        let t = serde_json::to_vec(&trace(&prof))
+            .map_err(|e| CliError::internal("writing the trace", e.to_string()))?;
         write_atomic(path, &t)?;
     }
     let out = if args.json {
         let mut s = serde_json::to_string_pretty(&to_json(&name, &program, &prof))
-            .map_err(|e| CliError::internal(e.to_string()))?;
+            .map_err(|e| CliError::internal("writing the JSON profile", e.to_string()))?;
         s.push('\n');
         s
     } else {

@@ -3,19 +3,24 @@
 //! simulator.
 //!
 //! Inputs are float32 `.npy` files in the model's own layout and shape (quantized on
-//! the way in: `code = round_half_away(x / scale) + zero_point`, saturated; NaN gives
+//! the way in by the one rule of `nnac_interp::host::quantize`, ONNX QuantizeLinear's:
+//! `code = round_half_to_even(x / scale) + zero_point` in float32, saturated; NaN gives
 //! the zero point), int8/uint8 `.npy` files of the descriptor's type taken as raw
 //! codes, PNG/JPEG images (preprocessed by `--mean/--scale/--bgr/--resize` as in
 //! `compile --calib`), or a directory of such files (one frame each). An `.npy` with
 //! one extra leading dimension N runs N frames; the outputs are then stacked the same
-//! way (also for a directory). Outputs are written as `DIR/<name>.npy`, dequantized to
-//! float32 (`scale * (code - zero_point)`), or as raw codes with `--raw`. Nothing is
+//! way (also for a directory). Outputs are written as `DIR/<name>.npy` (the naming rule
+//! of `outputs.rs`, shared with `nnac eval`), dequantized to float32 (`(code -
+//! zero_point) * scale`), or as raw codes with `--raw`. Nothing is
 //! written unless every frame ran.
 
 use super::frames::{load_frames, Preprocess};
-use crate::error::{write_atomic, CliError};
-use nnac_interp::npy::{encode_npy, read_npy};
-use nnac_ir::{Tensor, TensorData, TensorType};
+use crate::cmd::outputs::write_outputs;
+use crate::error::CliError;
+use nnac_interp::host::dequantize;
+use nnac_interp::npy::read_npy;
+use nnac_ir::{DType, Tensor, TensorData, TensorType};
+use nnac_isa::arith::code_value;
 use nnac_isa::{HwConfig, IoDesc, IoDtype, Program};
 use nnac_runtime_sim::{Output, RunOptions, RunStats, Schedule, Simulator};
 use std::path::{Path, PathBuf};
@@ -185,17 +190,18 @@ fn load_inputs(sim: &Simulator, args: &[String], pre: &Preprocess) -> Result<Fra
     Ok(Frames { frames, stacked })
 }
 
-/// `code = round_half_away(x / scale) + zero_point`, saturated to the type; NaN gives
-/// the zero point.
-pub fn quantize(x: f32, d: &IoDesc) -> u8 {
-    let (lo, hi) = d.dtype.zero_range();
-    let q = if x.is_nan() {
-        0.0
-    } else {
-        (f64::from(x) / f64::from(d.scale)).round()
-    };
-    let v = (q + f64::from(d.zero_point)).clamp(f64::from(lo), f64::from(hi)) as i32;
-    v as u8
+/// The code of `x` for the input `d` (the one rule, `nnac_interp::host::quantize`).
+fn quantize(x: f32, d: &IoDesc) -> u8 {
+    nnac_interp::host::quantize(x, d.scale, d.zero_point, code_dtype(d.dtype)) as u8
+}
+
+/// The IR type whose codes a program I/O type holds (the container admits only 8-bit
+/// code types for inputs and outputs).
+fn code_dtype(d: IoDtype) -> DType {
+    match d {
+        IoDtype::Uint8 => DType::U8,
+        _ => DType::I8,
+    }
 }
 
 /// The input's frames as raw codes, and whether the tensor had the frame dimension.
@@ -246,75 +252,31 @@ fn stack_outputs(
             (true, IoDtype::Uint8) => TensorData::U8(codes),
             // The container refuses program outputs wider than 8 bits.
             (true, other) => {
-                return Err(CliError::internal(format!(
-                    "output '{}' has dtype {}, not an 8-bit code type",
-                    d.name,
-                    other.name()
-                )))
+                return Err(CliError::internal(
+                    "run",
+                    format!(
+                        "output '{}' has dtype {}, not an 8-bit code type",
+                        d.name,
+                        other.name()
+                    ),
+                ))
             }
             (false, dt) => TensorData::F32(
                 codes
                     .iter()
-                    .map(|&b| {
-                        let v = if dt == IoDtype::Int8 {
-                            i32::from(b as i8)
-                        } else {
-                            i32::from(b)
-                        };
-                        d.scale * (v - d.zero_point) as f32
-                    })
+                    .map(|&b| dequantize(code_value(b, dt == IoDtype::Int8), d.scale, d.zero_point))
                     .collect(),
             ),
         };
         let t = Tensor::new(shape, data).ok_or_else(|| {
-            CliError::internal(format!(
-                "output '{}' has the wrong number of elements",
-                d.name
-            ))
+            CliError::internal(
+                "run",
+                format!("output '{}' has the wrong number of elements", d.name),
+            )
         })?;
         out.push((d.name.clone(), t));
     }
     Ok(out)
-}
-
-/// `<name>.npy` with characters that are not safe in a file name replaced by `_`.
-pub fn file_name(name: &str) -> String {
-    let safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("{safe}.npy")
-}
-
-fn write_outputs(dir: &Path, tensors: &[(String, Tensor)]) -> Result<(), CliError> {
-    let mut names: Vec<String> = tensors.iter().map(|(n, _)| file_name(n)).collect();
-    names.sort();
-    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err(CliError::user(format!(
-            "two outputs map to the same file name {}",
-            w[0]
-        )));
-    }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| CliError::user(format!("cannot create {}: {e}", dir.display())))?;
-    let mut written: Vec<PathBuf> = Vec::new();
-    for (name, t) in tensors {
-        let path = dir.join(file_name(name));
-        if let Err(e) = write_atomic(&path, &encode_npy(t)) {
-            for p in &written {
-                let _ = std::fs::remove_file(p);
-            }
-            return Err(e);
-        }
-        written.push(path);
-    }
-    Ok(())
 }
 
 fn report(prologue: &RunStats, stats: &RunStats, frames: usize, tensors: &[(String, Tensor)]) {
@@ -378,16 +340,18 @@ mod tests {
     }
 
     #[test]
-    fn quantization_rounds_half_away_and_saturates() {
+    fn quantization_rounds_half_to_even_and_saturates() {
         let d = desc(IoDtype::Int8, 0.5, 3);
-        assert_eq!(quantize(0.25, &d) as i8, 4); // 0.5 -> 1, + 3
-        assert_eq!(quantize(-0.25, &d) as i8, 2); // -0.5 -> -1, + 3
+        assert_eq!(quantize(0.25, &d) as i8, 3); // 0.5 -> 0, + 3
+        assert_eq!(quantize(-0.25, &d) as i8, 3); // -0.5 -> 0, + 3
+        assert_eq!(quantize(0.75, &d) as i8, 5); // 1.5 -> 2, + 3
         assert_eq!(quantize(1000.0, &d) as i8, 127);
         assert_eq!(quantize(-1000.0, &d) as i8, -128);
         assert_eq!(quantize(f32::NAN, &d) as i8, 3);
         let u = desc(IoDtype::Uint8, 1.0, 10);
         assert_eq!(quantize(-20.0, &u), 0);
-        assert_eq!(quantize(2.5, &u), 13);
+        assert_eq!(quantize(2.5, &u), 12);
+        assert_eq!(quantize(f32::INFINITY, &u), 255);
     }
 
     #[test]
@@ -401,11 +365,5 @@ mod tests {
         assert!(quantize_input(&d, &bad).is_err());
         let wrong_type = Tensor::new(vec![1, 2], TensorData::U8(vec![1, 2])).unwrap();
         assert!(quantize_input(&d, &wrong_type).is_err());
-    }
-
-    #[test]
-    fn output_file_names_are_safe() {
-        assert_eq!(file_name("out/prob:0"), "out_prob_0.npy");
-        assert_eq!(file_name("y.1"), "y.1.npy");
     }
 }

@@ -35,8 +35,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
     if !findings.is_empty() {
         return fail(&name, &findings);
     }
-    let report =
-        hazard::check_program(&program).map_err(|e| CliError::internal(format!("{name}: {e}")))?;
+    let report = hazard::check_program(&program)
+        .map_err(|e| CliError::internal("the hazard checker", format!("{name}: {e}")))?;
     if !report.is_clean() {
         return fail(&name, &report.lines());
     }

@@ -49,6 +49,21 @@ impl fmt::Display for BackendError {
 
 impl std::error::Error for BackendError {}
 
+impl BackendError {
+    /// Whether the error is a bug in nnac rather than a limit the model meets (the CLI
+    /// exits 2 for these, 1 for the others): IR that fails verification or is not
+    /// quantized never leaves the pass pipeline, and an instruction out of range is
+    /// the backend's own doing. Every variant is decided here.
+    pub fn is_internal(&self) -> bool {
+        match self {
+            BackendError::Invalid(_)
+            | BackendError::NotQuantized { .. }
+            | BackendError::Emit { .. } => true,
+            BackendError::Unsupported(_) | BackendError::SramFull { .. } => false,
+        }
+    }
+}
+
 pub(crate) fn emit_err(node: &str, detail: impl Into<String>) -> BackendError {
     BackendError::Emit {
         node: node.to_string(),

@@ -18,13 +18,27 @@ pub fn code_range(d: DType) -> (i32, i32) {
     }
 }
 
-/// `clamp(round(x / scale) + zp)` (round half away from zero; NaN gives `zp`), the
-/// runtime's input quantization and the host ops' output quantization.
+/// The one rule that turns a float into an 8-bit code, ONNX `QuantizeLinear`'s:
+/// `saturate(round_half_to_even(x / scale) + zp)`, the division in float32 (as ONNX
+/// Runtime computes it), saturated to the type's range ([`code_range`]). +inf and
+/// -inf saturate to the range's ends; NaN gives `zp` (the code of 0.0: ONNX leaves
+/// NaN undefined for integer types). docs/ISA.md ("Quantizing inputs") states it.
+///
+/// Used for every float -> code conversion at run time: program inputs (`nnac run`,
+/// the simulator's callers), the quantized reference interpreter's graph inputs, and
+/// the outputs of host ops.
 pub fn quantize(x: f32, scale: f32, zp: i32, d: DType) -> i32 {
     let (lo, hi) = code_range(d);
-    let q = (x / scale).round();
-    let q = if q.is_nan() { 0.0 } else { q.clamp(-1e9, 1e9) };
-    (q as i32 + zp).clamp(lo, hi)
+    let q = x / scale;
+    if q.is_nan() {
+        return zp.clamp(lo, hi);
+    }
+    // Clamping before the conversion keeps `as i32` exact (and saturates infinities);
+    // the bounds are integers, so clamping before or after the rounding is the same.
+    let q = q
+        .round_ties_even()
+        .clamp((lo - zp) as f32, (hi - zp) as f32);
+    q as i32 + zp
 }
 
 /// `(code - zp) * scale`.
@@ -132,10 +146,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quantize_rounds_half_away_and_saturates() {
-        assert_eq!(quantize(0.25, 0.5, 0, DType::I8), 1);
-        assert_eq!(quantize(-0.25, 0.5, 0, DType::I8), -1);
+    fn quantize_rounds_half_to_even_and_saturates() {
+        // Ties go to the even code: 0.5 -> 0, 1.5 -> 2, -2.5 -> -2.
+        assert_eq!(quantize(0.25, 0.5, 0, DType::I8), 0);
+        assert_eq!(quantize(-0.25, 0.5, 0, DType::I8), 0);
+        assert_eq!(quantize(0.75, 0.5, 0, DType::I8), 2);
+        assert_eq!(quantize(-1.25, 0.5, 0, DType::I8), -2);
+        assert_eq!(quantize(0.25f32.next_up(), 0.5, 0, DType::I8), 1);
         assert_eq!(quantize(1000.0, 0.5, 3, DType::I8), 127);
+        assert_eq!(quantize(f32::INFINITY, 0.5, 3, DType::I8), 127);
+        assert_eq!(quantize(f32::NEG_INFINITY, 0.5, 3, DType::U8), 0);
+        assert_eq!(quantize(f32::from_bits(1), 1e-3, 5, DType::I8), 5);
         assert_eq!(quantize(-1.0, 0.5, 0, DType::U8), 0);
         assert_eq!(quantize(f32::NAN, 0.5, 7, DType::U8), 7);
         assert_eq!(dequantize(10, 0.5, 4), 3.0);

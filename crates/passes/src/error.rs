@@ -23,6 +23,20 @@ pub enum PassError {
 }
 
 impl PassError {
+    /// Whether the error is a bug in nnac rather than a problem of the model or the
+    /// options (the CLI exits 2 for these, 1 for the others): the verifier rejecting
+    /// a pass's output is the only such class. Every variant is decided here.
+    pub fn is_internal(&self) -> bool {
+        match self {
+            PassError::Verify { .. } => true,
+            PassError::Node { .. }
+            | PassError::Interp { .. }
+            | PassError::Calib(_)
+            | PassError::Options(_)
+            | PassError::Dump { .. } => false,
+        }
+    }
+
     pub fn node(pass: &'static str, node: &str, msg: impl Into<String>) -> Self {
         PassError::Node {
             pass,
