@@ -18,6 +18,7 @@ MinMax calibration) it writes to OUT_DIR:
   <net>_<u8|s8>_ort.npy  ONNX Runtime's output on every test frame (stacked), run
                        with all graph optimizations (its int8 kernels: QLinearConv...)
 and prints one JSON line per model: output scale and zero point, ORT's top-1.
+A run whose OUT_DIR/.stamp names the same script, versions and nets does nothing.
 Frames: the ImageNet-style nets take photographs of .cache/models/images cut into
 224 x 224 windows (seeded), normalised with the ImageNet mean/std; the classifier
 takes scripts/make_ocr_crops.py's crops (calibration: cls_calib.npy's first frames,
@@ -130,6 +131,13 @@ def main() -> int:
     parser.add_argument("--nets", default=",".join(NETS))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    import hashlib
+    stamp = (f"script={hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}\n"
+             f"onnxruntime={ort.__version__}\nonnx={onnx.__version__}\nnets={args.nets}\n")
+    stamp_file = args.out / ".stamp"
+    if stamp_file.is_file() and stamp_file.read_text() == stamp:
+        print(f"make_qdq_models: up to date in {args.out}")
+        return 0
     for net in args.nets.split(","):
         path, chw = NETS[net]
         if net == "ppocr_cls":
@@ -154,6 +162,7 @@ def main() -> int:
             print(json.dumps({"model": q_path.name, "input": name, "output_scale": scale,
                               "output_zero_point": zp, "frames": len(test),
                               "ort_top1": outs.reshape(len(test), -1).argmax(1).tolist()[:8]}))
+    stamp_file.write_text(stamp)
     return 0
 
 

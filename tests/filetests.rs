@@ -184,7 +184,11 @@ fn filetests() {
     let bless = std::env::var_os("NNAC_BLESS").is_some_and(|v| v == "1");
     let failures: Vec<String> = all
         .iter()
-        .filter_map(|p| check(p, bless).err().map(|e| format!("{}: {e}", p.display())))
+        .filter_map(|p| {
+            check(p, bless)
+                .err()
+                .map(|e| format!("{}: {e}", p.display()))
+        })
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     // Every pass of the pipeline has at least one filetest.
