@@ -3,9 +3,9 @@
 //! does not depend on the hardware), reads the space and cost model, runs the
 //! search, and writes the results; `nnac tune merge` joins shards.
 
-use nnac_driver::model::parse_input_shape;
-use nnac_driver::frames::Preprocess;
 use crate::error::CliError;
+use nnac_driver::frames::Preprocess;
+use nnac_driver::model::parse_input_shape;
 use nnac_frontend::{load_model, ImportOptions};
 use nnac_ir::{Tensor, TensorData};
 use nnac_passes::{Frame, PassOptions};
