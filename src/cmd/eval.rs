@@ -10,7 +10,8 @@
 //! `nnac run`, `nnac_driver::outputs`), only once every frame has run.
 
 use crate::error::CliError;
-use nnac_driver::calib::{calib_args, graph_inputs};
+use nnac_driver::calib::{graph_inputs, parse_calib_arg};
+use nnac_driver::compile::calibration;
 use nnac_driver::eval::{frame_count, read_feed, stack_outputs, Runner};
 use nnac_driver::frames::Preprocess;
 use nnac_driver::model::{load, ModelArgs, QuantArgs};
@@ -31,9 +32,11 @@ pub struct Args {
     /// Directory for the `<output>.npy` files (created if missing).
     #[arg(long = "output-dir", value_name = "DIR", default_value = ".")]
     pub output_dir: PathBuf,
-    /// Run the int8 model: fold, fuse, calibrate on `--calib` and quantize as `compile`
-    /// does, then run the quantized reference interpreter (outputs dequantized).
-    #[arg(long, requires = "calib")]
+    /// Run the int8 model: fold, fuse, calibrate on `--calib` (without it, on the
+    /// synthetic frames `compile` uses) and quantize as `compile` does, with the same
+    /// ops on the host, then run the quantized reference interpreter (outputs
+    /// dequantized).
+    #[arg(long)]
     pub quantized: bool,
     /// Calibration data for `--quantized` (as `compile --calib`).
     #[arg(long, value_name = "[INPUT=]PATH")]
@@ -52,8 +55,16 @@ fn runner(graph: Graph, args: &Args) -> Result<Runner, CliError> {
         }
         return Ok(Runner::Float(graph));
     }
-    let frames = calib_args(&args.calib, &args.pre, &graph)?;
-    Runner::quantized(graph, &frames, &args.quant)
+    let specs = args
+        .calib
+        .iter()
+        .map(|c| parse_calib_arg(c, &graph))
+        .collect::<Result<Vec<_>, _>>()?;
+    let calib = calibration(&specs, &args.pre, &graph)?;
+    if let Some(note) = &calib.synthetic {
+        eprintln!("{}", nnac_driver::synthetic::warning(note));
+    }
+    Runner::quantized(graph, &calib.frames, &args.quant)
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {

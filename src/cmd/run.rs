@@ -61,6 +61,9 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<(), CliError> {
     let program = run::read_program(&args.program)?;
+    if let Some(w) = nnac_driver::synthetic::program_warning(&program) {
+        eprintln!("{w}");
+    }
     let hw = match &args.hw {
         Some(p) => Some(HwConfig::from_toml_file(p).map_err(|e| CliError::user(e.to_string()))?),
         None => None,

@@ -60,14 +60,11 @@ impl Act {
                 .ok_or_else(|| unsupported(format!("dimension {v} out of 1..=65535")))
         };
         let (c, h, w) = (dim(c)?, dim(h)?, dim(w)?);
+        // A plane larger than one DMA row is moved in several DMAs ([`split_rows`]).
         let chan_pitch = u32::try_from(u64::from(h) * u64::from(w))
             .ok()
-            .filter(|&p| u64::from(p) <= MAX_DMA_ROW)
-            .ok_or_else(|| {
-                unsupported(format!(
-                    "{h}x{w} plane larger than one DMA row ({MAX_DMA_ROW} bytes)"
-                ))
-            })?;
+            .filter(|&p| p < 1 << 28)
+            .ok_or_else(|| unsupported(format!("{h}x{w} plane exceeds a 28-bit pitch")))?;
         Ok(Act {
             h,
             w,
@@ -133,8 +130,8 @@ impl Act {
     /// The DMA (addresses relative to the tensors) moving rows `y0..y0+rows` of every
     /// channel between a DRAM tensor of this layout and an SRAM buffer holding just
     /// those rows with channel pitch `sram_chan_pitch`: one DMA row per channel, or a
-    /// single row when both sides are contiguous. A plane fits one DMA row
-    /// ([`Act::of`] refuses larger ones), so every band does.
+    /// single row when both sides are contiguous. A row longer than one DMA row
+    /// (a plane above 1 MiB) is cut into several DMAs at emission ([`split_rows`]).
     pub fn rows_dma(&self, y0: u32, rows: u32, sram_chan_pitch: u32) -> Dma {
         let len = u64::from(rows) * u64::from(self.row_pitch);
         let dense = len == u64::from(sram_chan_pitch);
@@ -169,6 +166,34 @@ impl Act {
     }
 }
 
+/// `d` as DMAs whose rows fit the 20-bit `row_len` field: each row of `d` cut into
+/// chunks of at most [`MAX_DMA_ROW`] bytes, one DMA per chunk (the same rows and
+/// strides, addresses advanced by the chunk's offset). A DMA that fits is returned
+/// as it is. Together the DMAs move exactly the bytes of `d`.
+pub fn split_rows(d: Dma) -> Vec<Dma> {
+    let len = u64::from(d.row_len);
+    if len <= MAX_DMA_ROW {
+        return vec![d];
+    }
+    let mut out = Vec::new();
+    let mut off = 0u64;
+    while off < len {
+        let n = MAX_DMA_ROW.min(len - off);
+        out.push(Dma {
+            dram_addr: d.dram_addr + off,
+            sram_addr: d.sram_addr + off as u32,
+            row_len: n as u32,
+            // One row: the strides are unused; keep them equal to the length, as a
+            // single-row DMA of the backend has them.
+            dram_stride: if d.rows == 1 { n } else { d.dram_stride },
+            sram_stride: if d.rows == 1 { n as u32 } else { d.sram_stride },
+            ..d.clone()
+        });
+        off += n;
+    }
+    out
+}
+
 /// A SCALE over all of `x` (its shape, pitches and signedness), writing through the
 /// output pitches `(row, pix, chan)` as codes of signedness `out_signed`; the caller
 /// sets the program, zero point and tiles.
@@ -186,5 +211,43 @@ pub fn scale_over(x: &Act, (row, pix, chan): (u32, u32, u32), out_signed: bool) 
         in_signed: x.signed,
         out_signed,
         ..Scale::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_rows_cuts_long_rows_and_keeps_every_byte() {
+        // Three channel planes of 1920x1080 (2,073,600 bytes each): 2 chunks per row.
+        let d = Dma {
+            dram_addr: 64,
+            sram_addr: 128,
+            rows: 3,
+            row_len: 2_073_600,
+            dram_stride: 2_073_600,
+            sram_stride: 2_073_600,
+            ..Dma::default()
+        };
+        let parts = split_rows(d.clone());
+        assert_eq!(parts.len(), 2);
+        assert!(parts.iter().all(|p| u64::from(p.row_len) <= MAX_DMA_ROW));
+        let bytes: u64 = parts
+            .iter()
+            .map(|p| u64::from(p.rows) * u64::from(p.row_len))
+            .sum();
+        assert_eq!(bytes, 3 * 2_073_600);
+        assert_eq!(parts[1].dram_addr, 64 + MAX_DMA_ROW);
+        assert_eq!(parts[1].sram_addr, 128 + MAX_DMA_ROW as u32);
+        assert!(parts.iter().all(|p| p.dram_stride == d.dram_stride));
+        assert_eq!(
+            split_rows(Dma {
+                row_len: 100,
+                ..d.clone()
+            })
+            .len(),
+            1
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! Instruction emission: jobs with placed buffers become instructions (one per tile),
 //! every instruction is checked with `nnac_isa::checks::check_instr`.
 
+use crate::act::split_rows;
 use crate::bands::ReadBands;
 use crate::error::{emit_err, BackendError};
 use crate::job::{DotOpcode, Job, JobKind, Loc, Tile};
@@ -46,22 +47,23 @@ fn job_instrs(job: &Job, addrs: &[u64], hw: &HwConfig, read_bands: &ReadBands) -
             let mut d = dma.clone();
             d.sram_addr = addr(addrs, *loc, u64::from(dma.sram_addr));
             let Some((a, rows)) = read_bands.get(&loc.0) else {
-                return vec![Instr::DmaRead(d)];
+                return split_rows(d).into_iter().map(Instr::DmaRead).collect();
             };
             a.band_dmas(*rows)
-                .map(|band| {
-                    Instr::DmaRead(nnac_isa::Dma {
+                .flat_map(|band| {
+                    split_rows(nnac_isa::Dma {
                         dram_addr: d.dram_addr + band.dram_addr,
                         sram_addr: d.sram_addr + band.sram_addr,
                         ..band
                     })
                 })
+                .map(Instr::DmaRead)
                 .collect()
         }
         JobKind::Write { loc, dma } => {
             let mut d = dma.clone();
             d.sram_addr = addr(addrs, *loc, u64::from(dma.sram_addr));
-            vec![Instr::DmaWrite(d)]
+            split_rows(d).into_iter().map(Instr::DmaWrite).collect()
         }
         JobKind::Dot {
             opcode,

@@ -62,6 +62,16 @@ impl BackendError {
             BackendError::Unsupported(_) | BackendError::SramFull { .. } => false,
         }
     }
+
+    /// The reason alone: for one unsupported node, its reason without the node
+    /// count and name (a walk step reports it under that node already); else the
+    /// whole message.
+    pub fn detail(&self) -> String {
+        match self {
+            BackendError::Unsupported(v) if v.len() == 1 => v[0].1.clone(),
+            e => e.to_string(),
+        }
+    }
 }
 
 pub(crate) fn emit_err(node: &str, detail: impl Into<String>) -> BackendError {

@@ -291,6 +291,7 @@ pub fn lower(
             source_model: opts.source_model.clone(),
             compiler_version: opts.compiler_version.clone(),
             hw: hw.clone(),
+            ..Default::default()
         },
         body_start,
     };

@@ -323,7 +323,7 @@ impl<'g> Walk<'g> {
         }
         if !self.vals.contains_key(&id) {
             let name = self.g.node(id).name.clone();
-            let act = self.act_of(id).map_err(|e| e.to_string())?;
+            let act = self.act_of(id).map_err(|e| e.detail())?;
             let buf = self.new_buf(&name, act.bytes());
             self.out.sp.value_bufs.insert(buf, id);
             self.vals.insert(id, Placed { act, buf, off: 0 });

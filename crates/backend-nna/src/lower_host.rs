@@ -305,7 +305,7 @@ impl Walk<'_> {
         let out_t = self.g.node(id).outputs[0].clone();
         let sram = self.needs_sram(id);
         let placed = if sram {
-            Some(self.define(id).map_err(|e| e.to_string())?)
+            Some(self.define(id).map_err(|e| e.detail())?)
         } else {
             None
         };

@@ -244,7 +244,7 @@ impl<'g> Walk<'g> {
         let wb = self.param(&name, &p.weights);
         let bb = self.param(&name, &i32_bytes(&p.bias));
         let cb = self.param(&name, &chan_table(&p.entries));
-        let out = self.define(id).map_err(|e| e.to_string())?;
+        let out = self.define(id).map_err(|e| e.detail())?;
         if is_gap {
             crate::gap::out_fields(&mut t, &out.act)?;
         } else {

@@ -295,7 +295,7 @@ impl Walk<'_> {
             return Ok(false);
         }
         let name = self.g.node(id).name.clone();
-        let cat_act = Act::of(&name, &self.g.node(id).outputs[0]).map_err(|e| e.to_string())?;
+        let cat_act = Act::of(&name, &self.g.node(id).outputs[0]).map_err(|e| e.detail())?;
         let out = if out_spilled {
             Src::Dram(self.new_home(id, cat_act))
         } else {

@@ -378,7 +378,7 @@ impl Walk<'_> {
         p: &DotParams,
     ) -> Result<Option<Sizes>, String> {
         let node = self.g.node(id);
-        let out = Act::of(&node.name, &node.outputs[0]).map_err(|e| e.to_string())?;
+        let out = Act::of(&node.name, &node.outputs[0]).map_err(|e| e.detail())?;
         let tables = 4 * p.bias.len() as u64 + 16 * p.entries.len() as u64;
         let (block, groups) = (u64::from(p.block), t.out_c.div_ceil(self.hw.mac_cols));
         let xa = x.act();
@@ -420,10 +420,10 @@ impl Walk<'_> {
     pub(crate) fn split_output(&mut self, id: NodeId) -> Result<Src, String> {
         if self.out.sp.plan.spilled.contains(&id) {
             let node = self.g.node(id);
-            let act = Act::of(&node.name, &node.outputs[0]).map_err(|e| e.to_string())?;
+            let act = Act::of(&node.name, &node.outputs[0]).map_err(|e| e.detail())?;
             Ok(Src::Dram(self.new_home(id, act)))
         } else {
-            Ok(Src::Sram(self.define(id).map_err(|e| e.to_string())?))
+            Ok(Src::Sram(self.define(id).map_err(|e| e.detail())?))
         }
     }
 }

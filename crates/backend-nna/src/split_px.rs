@@ -188,7 +188,7 @@ impl Walk<'_> {
         if self.out.sp.px_split {
             self.split_output(id)
         } else {
-            Ok(Src::Sram(self.define(id).map_err(|e| e.to_string())?))
+            Ok(Src::Sram(self.define(id).map_err(|e| e.detail())?))
         }
     }
 

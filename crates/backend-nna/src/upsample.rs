@@ -35,7 +35,7 @@ impl Walk<'_> {
             u32::try_from(fh).map_err(|_| format!("factor {fh}"))?,
             u32::try_from(fw).map_err(|_| format!("factor {fw}"))?,
         );
-        let out = Src::Sram(self.define(id).map_err(|e| e.to_string())?);
+        let out = Src::Sram(self.define(id).map_err(|e| e.detail())?);
         let (Src::Sram(x), Src::Sram(o)) = (xs, out) else {
             return Err("spilled operand of an upsample (prepare brings it in whole)".into());
         };

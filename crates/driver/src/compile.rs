@@ -1,14 +1,18 @@
 //! Compiling a model to an NNA program, stage by stage: hardware configuration, IR
-//! dump choice, the pass pipeline, lowering and encoding. `nnac compile` times and
-//! prints between the stages; [`compile`] runs them all for `nnac.compile`.
+//! dump choice, calibration frames (real or synthetic), the pass pipeline with the
+//! partitioning between NNA and host (`nnac_partition`), and encoding. `nnac compile`
+//! times and prints between the stages; [`compile`] runs them all for `nnac.compile`.
 
 use crate::calib::{calib_frames, CalibSpec};
 use crate::error::Error;
 use crate::frames::Preprocess;
+use crate::host_ops::{host_op_lines, HostLine};
 use crate::model::{load, ModelArgs, QuantArgs};
 use nnac_backend_nna::{BackendOptions, BackendReport, ResidentWeights};
-use nnac_isa::{HwConfig, Program};
+use nnac_isa::{HwConfig, MetaNote, Program};
+use nnac_partition::PartitionError;
 use nnac_passes::{Compiled, DumpSpec, Frame, PassOptions, Progress};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The hardware configuration a TOML file describes; `None` is the FSD NNA.
@@ -28,6 +32,56 @@ pub fn resident_weights(name: &str) -> Result<ResidentWeights, Error> {
             "resident weights '{other}': expected auto or off"
         ))),
     }
+}
+
+/// `--host-ops`: what to do with the ops the NNA cannot run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum HostOps {
+    /// Run them on the host between NNA segments (listed in the summary).
+    #[default]
+    Allow,
+    /// Refuse the model, naming every op that would run on the host.
+    Deny,
+}
+
+impl HostOps {
+    /// `allow` or `deny`.
+    pub fn parse(name: &str) -> Result<HostOps, Error> {
+        match name {
+            "allow" => Ok(HostOps::Allow),
+            "deny" => Ok(HostOps::Deny),
+            other => Err(Error::user(format!(
+                "host ops '{other}': expected allow or deny"
+            ))),
+        }
+    }
+}
+
+/// Calibration frames and, when they are synthetic, the note that says so.
+pub struct Calibration {
+    pub frames: Vec<Frame>,
+    /// `Some(description)` when no calibration data was given and the frames were
+    /// made up ([`crate::synthetic`]); the program's metadata records it.
+    pub synthetic: Option<String>,
+}
+
+/// The frames `specs` give, or without any, [`crate::synthetic::frames`] (the caller
+/// warns with [`crate::synthetic::warning`]).
+pub fn calibration(
+    specs: &[CalibSpec],
+    pre: &Preprocess,
+    graph: &nnac_ir::Graph,
+) -> Result<Calibration, Error> {
+    if specs.is_empty() {
+        return Ok(Calibration {
+            frames: crate::synthetic::frames(graph)?,
+            synthetic: Some(crate::synthetic::description()),
+        });
+    }
+    Ok(Calibration {
+        frames: calib_frames(specs, pre, graph)?,
+        synthetic: None,
+    })
 }
 
 /// The IR dump `--dump-ir STAGE|all --dump-dir DIR` asks for; an unknown stage is the
@@ -74,6 +128,8 @@ pub struct CompileOptions {
     pub resident_weights: String,
     /// The model's path as recorded in the program's metadata.
     pub source_model: String,
+    /// Ops the NNA cannot run: on the host, or an error.
+    pub host_ops: HostOps,
 }
 
 impl Default for CompileOptions {
@@ -87,39 +143,106 @@ impl Default for CompileOptions {
             progress: None,
             resident_weights: "auto".to_string(),
             source_model: String::new(),
+            host_ops: HostOps::Allow,
         }
     }
 }
 
-/// The pass pipeline on an imported graph: fold, fuse, calibrate, quantize.
-pub fn run_passes(
-    graph: nnac_ir::Graph,
-    frames: &[Frame],
-    opts: &CompileOptions,
-) -> Result<Compiled, Error> {
-    let pass_opts = PassOptions {
+/// The pass options `opts` stands for.
+pub fn pass_options(opts: &CompileOptions) -> Result<PassOptions, Error> {
+    Ok(PassOptions {
         verify_each: opts.verify_each,
         dump: opts.dump.clone(),
         progress: opts.progress.clone(),
         measure: opts.measure,
         ..opts.quant.pass_options()?
-    };
-    nnac_passes::compile_graph(graph, frames, &pass_opts).map_err(Error::from_pass)
+    })
 }
 
-/// Lowers the quantized graph to a program for `hw`.
-pub fn lower(
-    graph: &nnac_ir::Graph,
-    hw: &HwConfig,
-    opts: &CompileOptions,
-) -> Result<(Program, BackendReport), Error> {
-    let be_opts = BackendOptions {
+/// The backend options `opts` stands for.
+pub fn backend_options(opts: &CompileOptions) -> Result<BackendOptions, Error> {
+    Ok(BackendOptions {
         source_model: opts.source_model.clone(),
         compiler_version: env!("CARGO_PKG_VERSION").to_string(),
         resident_weights: resident_weights(&opts.resident_weights)?,
         ..Default::default()
-    };
-    nnac_backend_nna::lower(graph, hw, &be_opts).map_err(Error::from_backend)
+    })
+}
+
+/// A partitioning error as the driver's: the passes' and the backend's keep their
+/// classification; a partitioning that does not settle is a bug.
+fn from_partition(e: PartitionError) -> Error {
+    match e {
+        PartitionError::Passes(e) => Error::from_pass(e),
+        PartitionError::Backend(e) => Error::from_backend(e),
+        e @ PartitionError::Rounds(_) => Error::internal("partitioning", e.to_string()),
+    }
+}
+
+/// The quantized graph and the program lowered from it.
+pub struct Lowered {
+    /// What the passes made: the quantized graph and the quantization report.
+    pub compiled: Compiled,
+    pub program: Program,
+    pub backend: BackendReport,
+    /// The program's host ops with their reasons and DRAM bytes.
+    pub host: Vec<HostLine>,
+    /// Compile rounds the partitioning took (1: the NNA backend took every node).
+    pub rounds: usize,
+}
+
+/// The pass pipeline and lowering, with the nodes the NNA backend refuses moved to
+/// the host and compiled again (`nnac_partition`); `on_round(round, moved)` is told
+/// before each extra round. With [`HostOps::Deny`] any host op is an error naming
+/// each. The program's metadata records synthetic calibration (`calibration`) and
+/// every host op's reason.
+pub fn compile_and_lower(
+    graph: &nnac_ir::Graph,
+    calib: &Calibration,
+    hw: &HwConfig,
+    opts: &CompileOptions,
+    on_round: &dyn Fn(usize, &BTreeMap<String, String>),
+) -> Result<Lowered, Error> {
+    let parted = nnac_partition::compile_and_lower(
+        graph,
+        &calib.frames,
+        &pass_options(opts)?,
+        hw,
+        &backend_options(opts)?,
+        on_round,
+    )
+    .map_err(from_partition)?;
+    let (mut program, backend) = parted.lowered.map_err(from_partition)?;
+    let host = host_op_lines(&program, &parted.compiled.report);
+    if opts.host_ops == HostOps::Deny && !host.is_empty() {
+        return Err(Error::user(format!(
+            "--host-ops deny: {} op(s) would run on the host: {}",
+            host.len(),
+            host.iter()
+                .map(|h| format!("'{}' ({}: {})", h.name, h.op, h.reason))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    if let Some(note) = &calib.synthetic {
+        program.meta.notes.push(MetaNote {
+            key: nnac_isa::NOTE_CALIBRATION.into(),
+            value: note.clone(),
+        });
+    }
+    for h in &host {
+        program.meta.notes.push(MetaNote {
+            key: format!("{}{}", nnac_isa::NOTE_HOST_REASON, h.name),
+            value: h.reason.clone(),
+        });
+    }
+    Ok(Lowered {
+        compiled: parted.compiled,
+        program,
+        backend,
+        host,
+        rounds: parted.rounds,
+    })
 }
 
 /// The program's `.nnab` bytes.
@@ -135,9 +258,14 @@ pub struct CompileResult {
     /// The quantization report (`--quant-report`).
     pub report: nnac_passes::Report,
     pub backend: BackendReport,
+    /// The program's host ops with their reasons.
+    pub host: Vec<HostLine>,
+    /// The synthetic-calibration warning, when no calibration data was given.
+    pub warning: Option<String>,
 }
 
-/// Every stage at once: load the model, its calibration frames, the passes, lowering.
+/// Every stage at once: load the model, its calibration frames (synthetic without
+/// `calib`), the passes and the partitioned lowering.
 pub fn compile(
     model: &ModelArgs,
     calib: &[CalibSpec],
@@ -146,12 +274,13 @@ pub fn compile(
     opts: &CompileOptions,
 ) -> Result<CompileResult, Error> {
     let graph = load(model)?;
-    let frames = calib_frames(calib, pre, &graph)?;
-    let compiled = run_passes(graph, &frames, opts)?;
-    let (program, backend) = lower(&compiled.graph, hw, opts)?;
+    let calib = calibration(calib, pre, &graph)?;
+    let lowered = compile_and_lower(&graph, &calib, hw, opts, &|_, _| {})?;
     Ok(CompileResult {
-        program,
-        report: compiled.report,
-        backend,
+        program: lowered.program,
+        report: lowered.compiled.report,
+        backend: lowered.backend,
+        host: lowered.host,
+        warning: calib.synthetic.as_deref().map(crate::synthetic::warning),
     })
 }

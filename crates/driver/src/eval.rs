@@ -5,11 +5,13 @@
 //! it are reused for every frame) and every output is stacked the same way (the files
 //! they go to: `outputs.rs`).
 
+use crate::compile::{compile_and_lower, Calibration, CompileOptions};
 use crate::error::Error;
 use crate::model::QuantArgs;
 use nnac_interp::npy::read_npy;
 use nnac_interp::run_float;
 use nnac_ir::{Graph, Tensor, TensorData, TensorType};
+use nnac_isa::HwConfig;
 use nnac_passes::{run_quantized, Frame};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,16 +23,22 @@ pub enum Runner {
 }
 
 impl Runner {
-    /// Folds, fuses, calibrates on `frames` and quantizes as `compile` does (no
-    /// accuracy report: only the quantized graph is used).
+    /// Folds, fuses, calibrates on `frames` and quantizes as `compile` does, with the
+    /// same ops on the host (partitioned for the FSD NNA), so that `nnac run` of the
+    /// program is bit-exact with this interpreter (no accuracy report: only the
+    /// quantized graph is used).
     pub fn quantized(graph: Graph, frames: &[Frame], quant: &QuantArgs) -> Result<Runner, Error> {
-        let opts = nnac_passes::PassOptions {
+        let opts = CompileOptions {
+            quant: quant.clone(),
             measure: false,
-            ..quant.pass_options()?
+            ..CompileOptions::default()
         };
-        let compiled =
-            nnac_passes::compile_graph(graph, frames, &opts).map_err(Error::from_pass)?;
-        Ok(Runner::Quantized(compiled.graph))
+        let calib = Calibration {
+            frames: frames.to_vec(),
+            synthetic: None,
+        };
+        let lowered = compile_and_lower(&graph, &calib, &HwConfig::fsd(), &opts, &|_, _| {})?;
+        Ok(Runner::Quantized(lowered.compiled.graph))
     }
 
     /// One frame: every graph output by name.

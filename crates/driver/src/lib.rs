@@ -2,7 +2,8 @@
 //! command line (`src/cmd/`) and the Python package (`crates/python`). It chains the
 //! stages of the other crates and holds no compiler logic of its own: options and
 //! model loading (`model`), input frames from files (`frames`, `frame_shape`) or
-//! tensors (`calib`), compiling (`compile`), running programs on the simulator on float
+//! tensors (`calib`) or made up when there are none (`synthetic`), compiling with the
+//! partitioning between NNA and host (`compile`, `host_ops`), running programs on the simulator on float
 //! or raw inputs (`run`), the output files of `run` and `eval` (`outputs`), the reference interpreters (`eval`), the IR text
 //! (`inspect`), static verification (`verify`) and the profile report (`profile`). Every failure is an [`Error`]: the
 //! user's (exit 1, `nnac.UserError`) or an internal one (exit 2, `nnac.InternalError`).
@@ -13,11 +14,13 @@ pub mod error;
 pub mod eval;
 pub mod frame_shape;
 pub mod frames;
+pub mod host_ops;
 pub mod inspect;
 pub mod model;
 pub mod outputs;
 pub mod profile;
 pub mod run;
+pub mod synthetic;
 pub mod verify;
 
 pub use error::Error;

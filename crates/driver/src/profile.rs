@@ -124,7 +124,10 @@ pub fn to_json(name: &str, program: &Program, p: &Profile) -> Value {
             "op": h.op,
             "input_elements": h.input_elements,
             "output_elements": h.output_elements,
+            "bytes": h.bytes,
+            "reason": h.reason,
         })).collect::<Vec<_>>(),
+        "calibration": program.meta.note(nnac_isa::NOTE_CALIBRATION),
         "cycles_by_cause": {
             "mac_busy": p.charge.mac_busy,
             "simd_work": p.charge.simd_work,
@@ -244,8 +247,14 @@ fn summary(name: &str, program: &Program, p: &Profile) -> String {
     for h in &p.host_ops {
         let _ = writeln!(
             s,
-            "host op after segment {}: {} = {} ({} elements in, {} out; CPU time not modelled)",
-            h.segment, h.name, h.op, h.input_elements, h.output_elements
+            "host op after segment {}: {} = {} ({} elements in, {} out, {} B of DRAM; CPU time not modelled){}",
+            h.segment,
+            h.name,
+            h.op,
+            h.input_elements,
+            h.output_elements,
+            h.bytes,
+            h.reason.as_deref().map(|r| format!("; {r}")).unwrap_or_default()
         );
     }
     floor_lines(&mut s, p);

@@ -86,6 +86,35 @@ pub fn infer_types(op: &Op, ins: &[&TensorType]) -> R {
             }
             Ok(vec![TensorType::new(ins[0].dtype, shape)])
         }
+        Op::StridedSlice {
+            axes,
+            starts,
+            ends,
+            steps,
+        } => {
+            let mut shape = ins[0].shape.clone();
+            if axes.len() != starts.len() || axes.len() != ends.len() || axes.len() != steps.len() {
+                return Err("strided slice axes, starts, ends and steps differ in length".into());
+            }
+            let mut seen = vec![false; shape.len()];
+            for k in 0..axes.len() {
+                let (a, s, e, st) = (axes[k], starts[k], ends[k], steps[k]);
+                if a >= shape.len() || std::mem::replace(&mut seen[a], true) {
+                    return Err(format!(
+                        "strided slice axes {axes:?} are not distinct axes of rank {}",
+                        shape.len()
+                    ));
+                }
+                if st == 0 || s >= e || e > shape[a] {
+                    return Err(format!(
+                        "strided slice {s}..{e} step {st} of axis {a} (size {}) is empty or out of range",
+                        shape[a]
+                    ));
+                }
+                shape[a] = (e - s).div_ceil(st);
+            }
+            Ok(vec![TensorType::new(ins[0].dtype, shape)])
+        }
         Op::Transpose { perm } => {
             let mut seen = vec![false; ins[0].rank()];
             if perm.len() != ins[0].rank()

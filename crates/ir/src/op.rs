@@ -60,6 +60,15 @@ pub enum Op {
         starts: Vec<usize>,
         ends: Vec<usize>,
     },
+    /// Every `steps[k]`-th element of `starts[k] .. ends[k]` on axis `axes[k]` (a
+    /// step above 1 on some axis; bounds clamped by the importer; every other axis
+    /// whole): ONNX Slice with steps, e.g. the Focus stem's `x[..., ::2, ::2]`.
+    StridedSlice {
+        axes: Vec<usize>,
+        starts: Vec<usize>,
+        ends: Vec<usize>,
+        steps: Vec<usize>,
+    },
     /// Softmax along one axis (ONNX opset-13 semantics).
     Softmax {
         axis: usize,
@@ -229,6 +238,7 @@ impl Op {
             Op::Reshape { .. } => "reshape",
             Op::Transpose { .. } => "transpose",
             Op::Slice { .. } => "slice",
+            Op::StridedSlice { .. } => "strided_slice",
             Op::Softmax { .. } => "softmax",
             Op::Resize(_) => "resize",
             Op::Pad { .. } => "pad",

@@ -182,6 +182,12 @@ pub(crate) fn decode(mnemonic: &str, rec: Rec) -> D<Op> {
             starts: f.usizes("starts")?,
             ends: f.usizes("ends")?,
         },
+        "strided_slice" => Op::StridedSlice {
+            axes: f.usizes("axes")?,
+            starts: f.usizes("starts")?,
+            ends: f.usizes("ends")?,
+            steps: f.usizes("steps")?,
+        },
         "softmax" => Op::Softmax {
             axis: f.usize("axis")?,
         },

@@ -62,6 +62,12 @@ mod tests {
                 starts: vec![2, 0],
                 ends: vec![5, 4],
             },
+            Op::StridedSlice {
+                axes: vec![2, 3],
+                starts: vec![1, 0],
+                ends: vec![8, 8],
+                steps: vec![2, 2],
+            },
             Op::Reshape {
                 shape: vec![1, 2, 3],
             },

@@ -151,6 +151,17 @@ fn attrs(op: &Op) -> Vec<(&'static str, AVal)> {
             ("starts", AVal::us(starts)),
             ("ends", AVal::us(ends)),
         ],
+        Op::StridedSlice {
+            axes,
+            starts,
+            ends,
+            steps,
+        } => vec![
+            ("axes", AVal::us(axes)),
+            ("starts", AVal::us(starts)),
+            ("ends", AVal::us(ends)),
+            ("steps", AVal::us(steps)),
+        ],
         Op::Resize(r) => resize_attrs(r),
         Op::Pad { pads, value } => vec![("pads", AVal::us(pads)), ("value", AVal::f(*value))],
         Op::Lrn {

@@ -31,7 +31,7 @@ pub mod simd;
 
 pub use container::{
     check_body_start, ContainerError, DramImage, HostOp, HostOps, IoDesc, IoDir, IoDtype, IoLayout,
-    LayerTable, Metadata, Program,
+    LayerTable, MetaNote, Metadata, Program, NOTE_CALIBRATION, NOTE_HOST_REASON,
 };
 pub use error::{DecodeError, EncodeError};
 pub use flags::{FlagOps, FlagSet};

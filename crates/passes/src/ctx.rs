@@ -28,6 +28,9 @@ pub struct PassCtx {
     pub log: Vec<Rewrite>,
     /// The pass currently running (set by the pipeline).
     pub pass: String,
+    /// Nodes to run on the host and why (`PassOptions::host_nodes`; `force_host`),
+    /// and the reason of every host op `mark_host` made.
+    pub host_reasons: BTreeMap<String, String>,
 }
 
 impl PassCtx {
@@ -58,6 +61,15 @@ impl PassCtx {
             .get(node)
             .and_then(|f| f.members.last())
             .map_or(node, |s| s.as_str())
+    }
+
+    /// Why node `node` runs on the host: the backend's reason recorded by
+    /// `force_host`, else that the NNA has no instruction for `op`.
+    pub fn host_reason(&self, node: &str, op: &str) -> String {
+        self.host_reasons
+            .get(node)
+            .cloned()
+            .unwrap_or_else(|| format!("no NNA instruction for {op}"))
     }
 
     /// The original node whose value is the node's SIMD output.

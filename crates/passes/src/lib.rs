@@ -25,6 +25,7 @@ pub mod fold_hardswish;
 pub mod fold_pad;
 pub mod fold_scale_bias;
 pub mod fold_silu;
+pub mod force_host;
 pub mod fuse_dot;
 pub mod fuse_eltwise;
 pub mod fuse_shuffle;
@@ -41,7 +42,9 @@ pub use ctx::{Fused, PassCtx, Rewrite};
 pub use error::PassError;
 pub use float_eval::Frame;
 pub use nnac_qinterp::{run_quantized, run_quantized_observed, run_quantized_raw, QTrace};
-pub use options::{CalibMethod, DumpSpec, PassOptions, Progress, ProgressEvent, WeightRounding};
+pub use options::{
+    CalibMethod, CalibStats, DumpSpec, PassOptions, Progress, ProgressEvent, WeightRounding,
+};
 pub use pipeline::{
     compile_graph, run_passes, stage_names, Compiled, Pass, FLOAT_PASSES, FUSION_PASSES,
 };

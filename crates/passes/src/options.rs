@@ -129,7 +129,17 @@ pub struct PassOptions {
     /// Most bytes of float values kept from calibration for the measurement
     /// ([`crate::float_ref`]); frames beyond it run the float interpreter again.
     pub keep_float_bytes: usize,
+    /// Nodes (by name) to run on the host, with the reason: what the NNA backend could
+    /// not lower in an earlier attempt (`force_host`, partitioning).
+    pub host_nodes: std::collections::BTreeMap<String, String>,
+    /// Calibration statistics of an earlier compile of the same float graph on the
+    /// same frames with the same options ([`crate::Compiled::stats`]): used instead
+    /// of calibrating again when the report is not measured (partitioning rounds).
+    pub calib_stats: Option<Arc<CalibStats>>,
 }
+
+/// Calibration statistics per value name.
+pub type CalibStats = std::collections::BTreeMap<String, crate::calib::Stats>;
 
 impl Default for PassOptions {
     fn default() -> Self {
@@ -144,6 +154,8 @@ impl Default for PassOptions {
             progress: None,
             measure: true,
             keep_float_bytes: crate::float_ref::KEEP_BYTES,
+            host_nodes: std::collections::BTreeMap::new(),
+            calib_stats: None,
         }
     }
 }

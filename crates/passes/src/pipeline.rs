@@ -13,9 +13,10 @@ use crate::float_eval::Frame;
 use crate::float_ref::FloatRef;
 use crate::report::{self, HostOpEntry, Report};
 use crate::{
-    fold_batchnorm, fold_constants, fold_hardswish, fold_pad, fold_scale_bias, fold_silu, fuse_dot,
-    fuse_eltwise, fuse_shuffle, lower_concat, lower_pools, lower_resize, lower_scale, mark_host,
-    normalize_gemm, quant, remove_identity, sink_pool, PassError, PassOptions, WeightRounding,
+    fold_batchnorm, fold_constants, fold_hardswish, fold_pad, fold_scale_bias, fold_silu,
+    force_host, fuse_dot, fuse_eltwise, fuse_shuffle, lower_concat, lower_pools, lower_resize,
+    lower_scale, mark_host, normalize_gemm, quant, remove_identity, sink_pool, PassError,
+    PassOptions, WeightRounding,
 };
 use nnac_ir::Graph;
 use std::collections::BTreeMap;
@@ -76,7 +77,11 @@ pub const FLOAT_PASSES: [Pass; 10] = [
 
 /// Fusion into the NNA's compound ops; after these every node is an NNA op, an
 /// input, a constant or a reshape.
-pub const FUSION_PASSES: [Pass; 7] = [
+pub const FUSION_PASSES: [Pass; 8] = [
+    Pass {
+        name: "force_host",
+        run: force_host::force_host,
+    },
     Pass {
         name: "fuse_dot",
         run: fuse_dot::fuse_dot,
@@ -129,7 +134,20 @@ struct Runner<'a> {
     times: Vec<(String, f64)>,
 }
 
-impl Runner<'_> {
+impl<'a> Runner<'a> {
+    /// A runner whose context knows the nodes the options send to the host.
+    fn new(opts: &'a PassOptions) -> Self {
+        Runner {
+            opts,
+            ctx: PassCtx {
+                host_reasons: opts.host_nodes.clone(),
+                ..PassCtx::default()
+            },
+            step: 0,
+            times: Vec::new(),
+        }
+    }
+
     fn check(&mut self, g: &Graph, stage: &str) -> Result<(), PassError> {
         if cfg!(debug_assertions) || self.opts.verify_each {
             nnac_ir::verify(g).map_err(|errs| PassError::Verify {
@@ -199,6 +217,9 @@ pub struct Compiled {
     /// The quantized graph (or the fused float graph with `skip_quantization`).
     pub graph: Graph,
     pub report: Report,
+    /// The calibration statistics (of the folded float graph on the frames):
+    /// reusable through `PassOptions::calib_stats` for the same graph and frames.
+    pub stats: Option<std::sync::Arc<crate::options::CalibStats>>,
 }
 
 fn check_options(opts: &PassOptions) -> Result<(), PassError> {
@@ -228,12 +249,7 @@ pub fn compile_graph(
     opts: &PassOptions,
 ) -> Result<Compiled, PassError> {
     check_options(opts)?;
-    let mut r = Runner {
-        opts,
-        ctx: PassCtx::default(),
-        step: 0,
-        times: Vec::new(),
-    };
+    let mut r = Runner::new(opts);
     let mut g = graph;
     r.check(&g, "input")?;
     r.run(&mut g, &FLOAT_PASSES)?;
@@ -242,10 +258,14 @@ pub fn compile_graph(
     // first (it names the values the report compares), so the float graph is kept as
     // a copy; otherwise calibration runs right here, on the graph itself (no copy).
     let early_stats = if quantize && !opts.measure {
-        Some(r.calibrate(&g, calib_frames, None)?)
+        Some(match &opts.calib_stats {
+            Some(cached) => (**cached).clone(),
+            None => r.calibrate(&g, calib_frames, None)?,
+        })
     } else {
         None
     };
+    let mut kept_stats = early_stats.clone().map(std::sync::Arc::new);
     let float_graph = (quantize && opts.measure).then(|| g.clone());
     r.run(&mut g, &FUSION_PASSES)?;
     let mut rep = Report {
@@ -254,7 +274,11 @@ pub fn compile_graph(
     };
     rep.host_ops = mark_host::host_ops(&g)
         .into_iter()
-        .map(|(node, op)| HostOpEntry { node, op })
+        .map(|(node, op)| HostOpEntry {
+            reason: r.ctx.host_reason(&node, &op),
+            node,
+            op,
+        })
         .collect();
     if quantize {
         let (stats, keep) = match (early_stats, &float_graph) {
@@ -263,7 +287,9 @@ pub fn compile_graph(
                 let names = report::wanted_names(&g, &r.ctx);
                 let n = calib_frames.len();
                 let mut keep = FloatRef::plan(fg, names, n, opts.keep_float_bytes);
-                (r.calibrate(fg, calib_frames, Some(&mut keep))?, Some(keep))
+                let stats = r.calibrate(fg, calib_frames, Some(&mut keep))?;
+                kept_stats = Some(std::sync::Arc::new(stats.clone()));
+                (stats, Some(keep))
             }
             (None, None) => unreachable!("not measured: calibrated early; measured: copied"),
         };
@@ -313,6 +339,7 @@ pub fn compile_graph(
     Ok(Compiled {
         graph: g,
         report: rep,
+        stats: kept_stats,
     })
 }
 
@@ -322,12 +349,7 @@ pub fn run_passes(
     passes: &[Pass],
     opts: &PassOptions,
 ) -> Result<PassCtx, PassError> {
-    let mut r = Runner {
-        opts,
-        ctx: PassCtx::default(),
-        step: 0,
-        times: Vec::new(),
-    };
+    let mut r = Runner::new(opts);
     r.run(g, passes)?;
     Ok(r.ctx)
 }

@@ -20,6 +20,8 @@ use std::fmt::Write;
 pub struct HostOpEntry {
     pub node: String,
     pub op: String,
+    /// Why it is not on the NNA.
+    pub reason: String,
 }
 
 /// Agreement of an int8 value with its float counterpart over the calibration frames.
@@ -268,7 +270,7 @@ impl Report {
         );
         let _ = writeln!(s, "host ops ({}):", self.host_ops.len());
         for h in &self.host_ops {
-            let _ = writeln!(s, "  {} ({})", h.node, h.op);
+            let _ = writeln!(s, "  {} ({}): {}", h.node, h.op, h.reason);
         }
         let _ = writeln!(
             s,

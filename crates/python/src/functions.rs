@@ -80,8 +80,9 @@ fn preprocess(mean: Option<Vec<f32>>, scale: f32, bgr: bool, resize: Option<Stri
 }
 
 /// Compiles a model (ONNX `.onnx`, or Caffe `.prototxt` with `weights`) to an NNA
-/// program, as `nnac compile` does: import, fold, fuse, calibrate on `calib`,
-/// quantize to int8, lower. `calib`: an array (one frame or N stacked), a path (.npy,
+/// program, as `nnac compile` does: import, fold, fuse, calibrate on `calib`
+/// (without it, on synthetic frames, with a `UserWarning`), quantize to int8, lower
+/// with the ops the NNA cannot run on the host (`host_ops="deny"` refuses them). `calib`: an array (one frame or N stacked), a path (.npy,
 /// PNG/JPEG or a directory of them), a list of those, or a dict input name -> those.
 /// The other keywords are the CLI's options.
 #[pyfunction]
@@ -89,7 +90,7 @@ fn preprocess(mean: Option<Vec<f32>>, scale: f32, bgr: bool, resize: Option<Stri
     calib_method="percentile", percentile=99.99, bias_correction=false,
     weight_rounding="nearest", resident_weights="auto", verify_each=false,
     mean=None, scale=1.0, bgr=false, resize=None, dump_ir=None, dump_dir=None,
-    quant_report=false))]
+    quant_report=false, host_ops="allow"))]
 #[allow(clippy::too_many_arguments)]
 pub fn compile(
     py: Python<'_>,
@@ -111,6 +112,7 @@ pub fn compile(
     dump_ir: Option<String>,
     dump_dir: Option<PathBuf>,
     quant_report: bool,
+    host_ops: &str,
 ) -> PyResult<Program> {
     let model = model_args(model, weights, input_shapes)?;
     let specs = calib_specs(calib)?;
@@ -134,10 +136,21 @@ pub fn compile(
         progress: None,
         resident_weights: resident_weights.to_string(),
         source_model: model.model.display().to_string(),
+        host_ops: stages::HostOps::parse(host_ops).py()?,
     };
     let r = py
         .detach(|| stages::compile(&model, &specs, &pre, &hw, &opts))
         .py()?;
+    if let Some(w) = &r.warning {
+        let msg = std::ffi::CString::new(w.as_str())
+            .map_err(|e| crate::InternalError::new_err(e.to_string()))?;
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            &msg,
+            1,
+        )?;
+    }
     let report = if quant_report {
         Some(
             serde_json::to_value(&r.report)

@@ -171,9 +171,21 @@ def test_load_errors_name_the_file_and_offset(tmp_path, program):
         nnac.InferenceSession(bad)
 
 
+def test_compile_without_calibration_warns_and_records_it():
+    with pytest.warns(UserWarning, match="synthetic calibration"):
+        p = nnac.compile(TINY)
+    assert nnac.profile(p)["calibration"].startswith("synthetic calibration")
+
+
+def test_host_ops_option(program, calib):
+    # The tiny CNN runs every op on the NNA: deny gives the same program.
+    denied = nnac.compile(TINY, calib=calib, host_ops="deny")
+    assert denied.disasm() == program.disasm()
+    with pytest.raises(nnac.UserError, match="host ops 'maybe'"):
+        nnac.compile(TINY, calib=calib, host_ops="maybe")
+
+
 def test_compile_errors(tmp_path, calib):
-    with pytest.raises(nnac.UserError, match="needs calibration data"):
-        nnac.compile(TINY)
     with pytest.raises(nnac.UserError, match="expects shape 1x3x64x64"):
         nnac.compile(TINY, calib=np.zeros((2, 3), np.float32))
     with pytest.raises(nnac.UserError, match="unknown calibration method 'best'"):

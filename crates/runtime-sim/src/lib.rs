@@ -25,7 +25,7 @@ mod footprint;
 mod host;
 mod io;
 mod memory;
-mod rng;
+pub mod rng;
 mod sim;
 mod stats;
 pub mod timing;

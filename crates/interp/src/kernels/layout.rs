@@ -162,9 +162,57 @@ pub fn slice<T: Copy>(
     }
 }
 
+/// Every `steps[k]`-th element of `starts[k]..ends[k]` on axis `axes[k]` (other axes
+/// whole), in row-major order; an empty range gives an empty result.
+pub fn strided_slice<T: Copy>(
+    data: &[T],
+    shape: &[usize],
+    axes: &[usize],
+    starts: &[usize],
+    ends: &[usize],
+    steps: &[usize],
+) -> Vec<T> {
+    let rank = shape.len();
+    // Per axis the source indices it keeps.
+    let mut keep: Vec<Vec<usize>> = shape.iter().map(|&d| (0..d).collect()).collect();
+    for k in 0..axes.len() {
+        keep[axes[k]] = (starts[k]..ends[k]).step_by(steps[k].max(1)).collect();
+    }
+    let mut out = Vec::new();
+    if rank == 0 || keep.iter().any(|k| k.is_empty()) {
+        return out;
+    }
+    let strides: Vec<usize> = (0..rank).map(|i| shape[i + 1..].iter().product()).collect();
+    let mut idx = vec![0usize; rank];
+    loop {
+        let at: usize = (0..rank).map(|i| keep[i][idx[i]] * strides[i]).sum();
+        out.push(data[at]);
+        let mut k = rank;
+        loop {
+            if k == 0 {
+                return out;
+            }
+            k -= 1;
+            idx[k] += 1;
+            if idx[k] < keep[k].len() {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strided_slice_takes_every_second_row_and_column() {
+        // 1x1x4x4 of 0..16: rows 1 and 3, columns 0 and 2.
+        let x: Vec<i32> = (0..16).collect();
+        let y = strided_slice(&x, &[1, 1, 4, 4], &[2, 3], &[1, 0], &[4, 4], &[2, 2]);
+        assert_eq!(y, vec![4, 6, 12, 14]);
+    }
 
     #[test]
     fn channel_shuffle_is_reshape_transpose_reshape() {

@@ -115,6 +115,19 @@ pub fn eval(
         Op::Slice { axes, starts, ends } => {
             Ok(layout::slice(x.as_slice(), x_shape, axes, starts, ends))
         }
+        Op::StridedSlice {
+            axes,
+            starts,
+            ends,
+            steps,
+        } => Ok(layout::strided_slice(
+            x.as_slice(),
+            x_shape,
+            axes,
+            starts,
+            ends,
+            steps,
+        )),
         Op::Softmax { axis } => {
             let mut buf = x.into_vec();
             norm::softmax(&mut buf, x_shape, *axis);

@@ -145,6 +145,18 @@ pub fn all_ops_graph() -> Graph {
         },
         &[tr],
     );
+    let ss = add(
+        &mut g,
+        "strided_slice",
+        Op::StridedSlice {
+            axes: vec![0],
+            starts: vec![0],
+            ends: vec![3],
+            steps: vec![2],
+        },
+        &[sl],
+    );
+    g.add_output("strided", ss);
     let dw = f32c(&mut g, "deconv.w", &[8, 2, 2, 2], 8);
     let dc = ConvTransposeAttrs {
         kernel: vec![2, 2],
@@ -482,6 +494,7 @@ pub fn op_family(op: &Op) -> &'static str {
         | Op::Reshape { .. }
         | Op::Transpose { .. }
         | Op::Slice { .. }
+        | Op::StridedSlice { .. }
         | Op::Softmax { .. }
         | Op::Resize(_)
         | Op::Pad { .. }

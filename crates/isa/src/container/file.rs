@@ -277,6 +277,13 @@ fn write_meta(m: &Metadata) -> Vec<u8> {
     w.string(&m.compiler_version);
     w.string(&m.hw.to_toml());
     w.u64(m.hw.fingerprint());
+    if !m.notes.is_empty() {
+        w.u32(m.notes.len() as u32);
+        for n in &m.notes {
+            w.string(&n.key);
+            w.string(&n.value);
+        }
+    }
     w.0
 }
 
@@ -295,10 +302,24 @@ fn read_meta(r: &mut Reader) -> Result<Metadata, ContainerError> {
             hw.fingerprint()
         )));
     }
+    let mut notes = Vec::new();
+    if r.finish().is_err() {
+        // Optional notes: a count, then (key, value) strings (each at least 4 bytes).
+        let n = r.count(8)?;
+        if n == 0 {
+            return Err(r.error("metadata notes with a count of 0 (omitted when empty)"));
+        }
+        for _ in 0..n {
+            let key = r.string()?;
+            let value = r.string()?;
+            notes.push(super::MetaNote { key, value });
+        }
+    }
     r.finish()?;
     Ok(Metadata {
         source_model,
         compiler_version,
         hw,
+        notes,
     })
 }

@@ -92,6 +92,11 @@ pub struct IoDesc {
 pub const MAX_RANK: usize = 8;
 
 impl IoDesc {
+    /// Bytes of the tensor's elements (shape x element size).
+    pub fn bytes(&self) -> u64 {
+        self.shape.iter().map(|&d| u64::from(d)).product::<u64>() * self.dtype.size()
+    }
+
     /// Checks the rules the reader enforces.
     pub fn validate(&self) -> Result<(), String> {
         if self.name.is_empty() {

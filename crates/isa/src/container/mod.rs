@@ -75,6 +75,39 @@ pub struct Metadata {
     pub compiler_version: String,
     /// The hardware the program was compiled for.
     pub hw: HwConfig,
+    /// Facts about how the program was made, for the tools that run it (e.g.
+    /// [`NOTE_CALIBRATION`]: calibrated on synthetic frames; [`NOTE_HOST_REASON`]
+    /// followed by a layer name: why that host op is not on the NNA). Written only when not empty,
+    /// so programs without notes keep their bytes (docs/ISA.md, "Metadata").
+    pub notes: Vec<MetaNote>,
+}
+
+/// One metadata note: a key and its text.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MetaNote {
+    pub key: String,
+    pub value: String,
+}
+
+/// Key of the note saying the program was calibrated on synthetic frames (its value
+/// states their distribution).
+pub const NOTE_CALIBRATION: &str = "calibration";
+/// Prefix of the key `host-reason:<layer>`: why that host op is not on the NNA.
+pub const NOTE_HOST_REASON: &str = "host-reason:";
+
+impl Metadata {
+    /// The value of note `key`, if any.
+    pub fn note(&self, key: &str) -> Option<&str> {
+        self.notes
+            .iter()
+            .find(|n| n.key == key)
+            .map(|n| n.value.as_str())
+    }
+
+    /// Why host op `layer` is not on the NNA, if recorded.
+    pub fn host_reason(&self, layer: &str) -> Option<&str> {
+        self.note(&format!("{NOTE_HOST_REASON}{layer}"))
+    }
 }
 
 /// A whole NNA program.

@@ -212,6 +212,20 @@ impl Asm<'_> {
                     self.p.meta.compiler_version = s;
                 }
             }
+            ".note" => {
+                let mut text = Vec::new();
+                for _ in 0..2 {
+                    let w =
+                        a.words.first().cloned().ok_or_else(|| {
+                            self.err(at, ".note expects a key and a value string")
+                        })?;
+                    a.words.remove(0);
+                    text.push(unquote(&w.key).map_err(|m| self.err(w.col, m))?);
+                }
+                let value = text.pop().unwrap_or_default();
+                let key = text.pop().unwrap_or_default();
+                self.p.meta.notes.push(crate::MetaNote { key, value });
+            }
             ".dram" => {
                 self.once(head, ".dram")?;
                 self.p.dram = self.dram(&mut a, at)?;

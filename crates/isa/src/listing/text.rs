@@ -45,6 +45,9 @@ pub fn disassemble(p: &Program, dram_side_file: Option<&str>) -> Disassembly {
     let mut side_files = Vec::new();
     out.push_str(&format!(".model {}\n", quote(&p.meta.source_model)));
     out.push_str(&format!(".compiler {}\n", quote(&p.meta.compiler_version)));
+    for n in &p.meta.notes {
+        out.push_str(&format!(".note {} {}\n", quote(&n.key), quote(&n.value)));
+    }
     for line in p.meta.hw.to_toml().lines() {
         out.push_str(&format!(".hw {line}\n"));
     }

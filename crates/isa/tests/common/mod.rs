@@ -238,6 +238,7 @@ pub fn random_program(src: &mut Src) -> Program {
         source_model: random_string(src),
         compiler_version: random_string(src),
         hw,
+        ..Default::default()
     };
     // Now and then a prologue: the first segment, when a body follows and no host op
     // runs after it.

@@ -63,6 +63,10 @@ pub struct HostOpSummary {
     /// Elements it reads (all inputs) and writes.
     pub input_elements: u64,
     pub output_elements: u64,
+    /// DRAM bytes it reads and writes.
+    pub bytes: u64,
+    /// Why it is not on the NNA (the program's metadata note), if recorded.
+    pub reason: Option<String>,
 }
 
 fn host_ops(p: &Program) -> Vec<HostOpSummary> {
@@ -74,6 +78,8 @@ fn host_ops(p: &Program) -> Vec<HostOpSummary> {
             op: o.op.clone(),
             input_elements: o.inputs.iter().map(crate::io::numel).sum(),
             output_elements: crate::io::numel(&o.output),
+            bytes: o.inputs.iter().map(|d| d.bytes()).sum::<u64>() + o.output.bytes(),
+            reason: p.meta.host_reason(&o.name).map(str::to_string),
         })
         .collect()
 }

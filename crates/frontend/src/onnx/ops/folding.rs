@@ -89,14 +89,16 @@ pub fn slice(ctx: &mut Ctx, cx: &NodeCx) -> NResult<Vec<Out>> {
 }
 
 /// An IR `Slice` of runtime input 0 by `spec` (ONNX bounds: negative from the end,
-/// clamped to the axis); step 1 only, and the result must not be empty.
+/// clamped to the axis), or a `StridedSlice` when some positive step is above 1
+/// (the Focus stem); negative steps are refused, and the result must not be empty.
 fn runtime_slice(ctx: &mut Ctx, cx: &NodeCx, suffix: &str, spec: &[SliceAxis]) -> NResult<Value> {
     let shape = ctx.shape(cx, 0)?;
-    let (mut axes, mut starts, mut ends) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut axes, mut starts, mut ends, mut steps) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for s in spec {
-        if s.step != 1 {
+        if s.step < 1 {
             return Err(unsupported(format!(
-                "{} of a runtime tensor with step {} (only step 1)",
+                "{} of a runtime tensor with step {} (only positive steps)",
                 cx.op_type(),
                 s.step
             )));
@@ -119,16 +121,27 @@ fn runtime_slice(ctx: &mut Ctx, cx: &NodeCx, suffix: &str, spec: &[SliceAxis]) -
                 s.end
             )));
         }
-        if (start, end) == (0, shape[s.axis]) {
+        let step = usize::try_from(s.step).unwrap_or(usize::MAX);
+        if (start, end, step) == (0, shape[s.axis], 1) {
             continue;
         }
         axes.push(s.axis);
         starts.push(start);
         ends.push(end);
+        steps.push(step.min(end - start));
     }
     let x = ctx.value(cx, 0)?;
     if axes.is_empty() {
         return ctx.add(cx, suffix, Op::Identity, &[x]);
+    }
+    if steps.iter().any(|&st| st > 1) {
+        let op = Op::StridedSlice {
+            axes,
+            starts,
+            ends,
+            steps,
+        };
+        return ctx.add(cx, suffix, op, &[x]);
     }
     ctx.add(cx, suffix, Op::Slice { axes, starts, ends }, &[x])
 }

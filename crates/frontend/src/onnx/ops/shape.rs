@@ -190,6 +190,80 @@ pub fn concat(ctx: &mut Ctx, cx: &NodeCx) -> NResult<Vec<Out>> {
     one(ctx.add(cx, "", Op::Concat { axis }, &ins)?)
 }
 
+/// The block size of SpaceToDepth / DepthToSpace (at least 1) and the 4-D input shape.
+fn block_args(ctx: &Ctx, cx: &NodeCx) -> NResult<(usize, [usize; 4])> {
+    let b = cx
+        .attrs
+        .int("blocksize")?
+        .ok_or_else(|| invalid("attribute 'blocksize' is required"))?;
+    let b = usize::try_from(b)
+        .ok()
+        .filter(|&b| b >= 1)
+        .ok_or_else(|| invalid(format!("blocksize {b} is not positive")))?;
+    match ctx.shape(cx, 0)?.as_slice() {
+        &[n, c, h, w] => Ok((b, [n, c, h, w])),
+        s => Err(invalid(format!("input of shape {s:?} is not 4-D"))),
+    }
+}
+
+/// Reshape -> Transpose -> Reshape of runtime input 0 (the last node takes the ONNX
+/// node's name): the layout moves of SpaceToDepth and DepthToSpace.
+fn reshape_transpose_reshape(
+    ctx: &mut Ctx,
+    cx: &NodeCx,
+    split: Vec<usize>,
+    perm: Vec<usize>,
+    out: Vec<usize>,
+) -> NResult<Vec<Out>> {
+    if ctx.konst(cx, 0).is_some() {
+        return Err(crate::onnx::ctx::unsupported(format!(
+            "{} of a constant tensor",
+            cx.op_type()
+        )));
+    }
+    let x = ctx.value(cx, 0)?;
+    let a = ctx.add(cx, "/split", Op::Reshape { shape: split }, &[x])?;
+    let t = ctx.add(cx, "/permute", Op::Transpose { perm }, &[a])?;
+    one(ctx.add(cx, "", Op::Reshape { shape: out }, &[t])?)
+}
+
+/// ONNX SpaceToDepth: `[N, C, H, W]` -> `[N, C*b*b, H/b, W/b]`, output channel
+/// `(dy*b + dx)*C + c`.
+pub fn space_to_depth(ctx: &mut Ctx, cx: &NodeCx) -> NResult<Vec<Out>> {
+    let (b, [n, c, h, w]) = block_args(ctx, cx)?;
+    if h % b != 0 || w % b != 0 {
+        return Err(invalid(format!(
+            "{h}x{w} is not a multiple of the block size {b}"
+        )));
+    }
+    reshape_transpose_reshape(
+        ctx,
+        cx,
+        vec![n, c, h / b, b, w / b, b],
+        vec![0, 3, 5, 1, 2, 4],
+        vec![n, c * b * b, h / b, w / b],
+    )
+}
+
+/// ONNX DepthToSpace (`mode` DCR, the default, or CRD): `[N, C, H, W]` ->
+/// `[N, C/(b*b), H*b, W*b]`.
+pub fn depth_to_space(ctx: &mut Ctx, cx: &NodeCx) -> NResult<Vec<Out>> {
+    let (b, [n, c, h, w]) = block_args(ctx, cx)?;
+    if c % (b * b) != 0 {
+        return Err(invalid(format!(
+            "{c} channels are not a multiple of blocksize^2 = {}",
+            b * b
+        )));
+    }
+    let c2 = c / (b * b);
+    let (split, perm) = match cx.attrs.string_or("mode", "DCR")?.as_str() {
+        "DCR" => (vec![n, b, b, c2, h, w], vec![0, 3, 4, 1, 5, 2]),
+        "CRD" => (vec![n, c2, b, b, h, w], vec![0, 1, 4, 2, 5, 3]),
+        m => return Err(invalid(format!("mode '{m}' is not DCR or CRD"))),
+    };
+    reshape_transpose_reshape(ctx, cx, split, perm, vec![n, c2, h * b, w * b])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
