@@ -15,7 +15,9 @@ int8.npy (the first output, stacked) and the line printed on stdout is JSON:
 {"method": ..., "max_abs_diff": ..., then for a classifier (output N x classes)
 "class_agreement": fraction of frames with the same argmax, else "mask_iou": [per
 frame] and "mean_mask_iou", the mask being output > --mask-threshold (PP-OCR's DB
-post-processing threshold).
+post-processing threshold). With --outputs-dir DIR, every output of the int8 model on
+the first TEST frame is also written as DIR/<output name>.npy, the layout `nnac run`
+and `nnac eval` write (for multi-output models such as detectors).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ def main() -> int:
     p.add_argument("--percentile", type=float, default=99.99)
     p.add_argument("--input", default="x")
     p.add_argument("--mask-threshold", type=float, default=0.3)
+    p.add_argument("--outputs-dir", type=Path)
     a = p.parse_args()
     calib = np.load(a.calib).astype(np.float32)
     test = np.load(a.test).astype(np.float32)
@@ -97,6 +100,11 @@ def main() -> int:
         calibrate_method=METHODS[a.method],
         extra_options={"CalibPercentile": a.percentile},
     )
+    if a.outputs_dir is not None:
+        a.outputs_dir.mkdir(parents=True, exist_ok=True)
+        s = ort.InferenceSession(str(qmodel), providers=["CPUExecutionProvider"])
+        for o, v in zip(s.get_outputs(), s.run(None, {a.input: test[0]})):
+            np.save(a.outputs_dir / f"{o.name}.npy", v)
     f = run(fixed, a.input, test)
     q = run(qmodel, a.input, test)
     np.save(a.out / "float.npy", f)

@@ -111,11 +111,35 @@ fn eval_quantized_writes_dequantized_float32_close_to_float() {
 
 #[test]
 fn eval_calibration_flags_are_checked() {
-    let o = on_model("eval", &["--input", "x.npy", "--quantized"]);
-    assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--calib"));
+    // `--calib` belongs to `--quantized`.
     let o = on_model("eval", &["--input", "missing.npy", "--calib", "c.npy"]);
     assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--quantized"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // `--quantized` without `--calib` calibrates on synthetic frames, as `compile`
+    // does, and says so.
+    let tmp = tempdir("cli-quant-synthetic");
+    let input = tmp.path().join("input.npy");
+    frames(&input, 1, 3);
+    let o = on_model(
+        "eval",
+        &[
+            "--input",
+            input.to_str().unwrap(),
+            "--output-dir",
+            tmp.path().to_str().unwrap(),
+            "--quantized",
+        ],
+    );
+    assert!(ok(&o).contains("frame(s) int8"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("warning: synthetic calibration") && err.contains("--calib PATH"),
+        "{err}"
+    );
 }
 
 #[test]

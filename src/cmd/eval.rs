@@ -39,7 +39,7 @@ pub struct Args {
     #[arg(long)]
     pub quantized: bool,
     /// Calibration data for `--quantized` (as `compile --calib`).
-    #[arg(long, value_name = "[INPUT=]PATH")]
+    #[arg(long, value_name = "[INPUT=]PATH", requires = "quantized")]
     pub calib: Vec<String>,
     #[command(flatten)]
     pub quant: QuantArgs,
@@ -50,9 +50,6 @@ pub struct Args {
 /// The float graph, or with `--quantized` the compiled int8 graph.
 fn runner(graph: Graph, args: &Args) -> Result<Runner, CliError> {
     if !args.quantized {
-        if !args.calib.is_empty() {
-            return Err(CliError::user("--calib is only used with --quantized"));
-        }
         return Ok(Runner::Float(graph));
     }
     let specs = args
