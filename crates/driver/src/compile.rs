@@ -73,9 +73,10 @@ pub fn calibration(
     graph: &nnac_ir::Graph,
 ) -> Result<Calibration, Error> {
     if specs.is_empty() {
+        let frames = crate::synthetic::frames(graph)?;
         return Ok(Calibration {
-            frames: crate::synthetic::frames(graph)?,
-            synthetic: Some(crate::synthetic::description()),
+            synthetic: Some(crate::synthetic::description(frames.len())),
+            frames,
         });
     }
     Ok(Calibration {

@@ -8,15 +8,32 @@ use nnac_ir::{DType, Graph, Tensor, TensorData};
 use nnac_passes::Frame;
 use nnac_runtime_sim::rng::SplitMix64;
 
-/// Number of synthetic frames.
+/// Most synthetic frames.
 pub const FRAMES: usize = 8;
+/// Fewest input values the synthetic frames hold together: the activation ranges are
+/// percentiles over every element of a frame, so a frame of a camera-size input holds
+/// as many samples as eight small ones, and calibration (the float interpreter on
+/// every frame) costs a multiple of the frame count.
+pub const MIN_VALUES: usize = 1 << 20;
+
+/// How many synthetic frames a graph gets: enough to hold [`MIN_VALUES`] input values,
+/// at least 1 and at most [`FRAMES`] (224x224 RGB: 7; 320x320: 4; 960x1280: 1).
+pub fn frame_count(graph: &Graph) -> usize {
+    let per_frame: usize = graph
+        .inputs()
+        .iter()
+        .map(|&id| graph.node(id).outputs[0].shape.iter().product::<usize>())
+        .sum();
+    MIN_VALUES.div_ceil(per_frame.max(1)).clamp(1, FRAMES)
+}
 /// Seed of the first frame (frame `k` uses `SEED + k`).
 pub const SEED: u64 = 0x6e6e_6163;
 
-/// The metadata note and warning text: the distribution the frames were drawn from.
-pub fn description() -> String {
+/// The metadata note and warning text: the number of frames and the distribution
+/// they were drawn from.
+pub fn description(frames: usize) -> String {
     format!(
-        "synthetic calibration: {FRAMES} frames of i.i.d. standard normal values (N(0, 1), \
+        "synthetic calibration: {frames} frame(s) of i.i.d. standard normal values (N(0, 1), \
          seeds {SEED:#x}+k), not real data"
     )
 }
@@ -36,11 +53,11 @@ pub fn program_warning(p: &nnac_isa::Program) -> Option<String> {
     p.meta.note(nnac_isa::NOTE_CALIBRATION).map(warning)
 }
 
-/// [`FRAMES`] frames of every graph input, each element drawn from N(0, 1) with a
+/// [`frame_count`] frames of every graph input, each element drawn from N(0, 1) with a
 /// SplitMix64 generator and the Box-Muller transform (deterministic on every
 /// machine). Inputs that are not float32 cannot be made up: an error names them.
 pub fn frames(graph: &Graph) -> Result<Vec<Frame>, Error> {
-    let mut out = vec![Frame::new(); FRAMES];
+    let mut out = vec![Frame::new(); frame_count(graph)];
     for &id in graph.inputs() {
         let node = graph.node(id);
         let t = &node.outputs[0];
@@ -76,7 +93,22 @@ fn normal(rng: &mut SplitMix64) -> f32 {
 
 #[cfg(test)]
 mod tests {
-    use super::{normal, SplitMix64};
+    use super::{frame_count, normal, SplitMix64};
+
+    fn graph_with_input(shape: &str) -> nnac_ir::Graph {
+        nnac_ir::parse(&format!(
+            "graph \"g\"\ninputs %x\n%x = input() -> f32[{shape}]\n%y = relu(%x) -> f32[{shape}]\noutput \"y\" = %y\n"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn frames_hold_a_million_values_at_most_eight_frames() {
+        assert_eq!(frame_count(&graph_with_input("1x3x8x8")), 8);
+        assert_eq!(frame_count(&graph_with_input("1x3x224x224")), 7);
+        assert_eq!(frame_count(&graph_with_input("1x3x320x320")), 4);
+        assert_eq!(frame_count(&graph_with_input("1x3x960x1280")), 1);
+    }
 
     #[test]
     fn normal_values_have_mean_0_and_variance_1() {
