@@ -28,6 +28,8 @@ pub struct PassCtx {
     pub log: Vec<Rewrite>,
     /// The pass currently running (set by the pipeline).
     pub pass: String,
+    /// Quantization the model file fixes (pre-quantized models, `absorb_qdq`).
+    pub fixed: crate::fixed::FixedQuant,
 }
 
 impl PassCtx {

@@ -298,10 +298,10 @@ fn compiling_twice_is_deterministic_and_dumps_every_pass() {
         .collect();
     names.sort();
     assert_eq!(names.first().map(String::as_str), Some("00-input.ir"));
-    assert_eq!(names.last().map(String::as_str), Some("18-quantize.ir"));
-    assert_eq!(names.len(), 19);
+    assert_eq!(names.last().map(String::as_str), Some("19-quantize.ir"));
+    assert_eq!(names.len(), 20);
     // A dump parses back to the same graph text.
-    let text = std::fs::read_to_string(dir.join("18-quantize.ir")).unwrap();
+    let text = std::fs::read_to_string(dir.join("19-quantize.ir")).unwrap();
     let parsed = nnac_ir::parse(&text).unwrap();
     assert_eq!(nnac_ir::print(&parsed), text);
     // Unknown stage names are rejected up front.

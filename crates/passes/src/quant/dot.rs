@@ -6,8 +6,9 @@ use super::acc_bound::AccReport;
 use super::gptq::Hessian;
 use super::params::{quantize_weight, scale_zp, weight_scale};
 use super::requant;
-use super::weights::{quantize_layer, GptqFactors};
+use super::weights::{quantize_layer, GptqFactors, LayerFrom};
 use crate::channels::WeightChannels;
+use crate::fixed::FixedWeights;
 use crate::util::dot_out_channels;
 use crate::PassError;
 use nnac_ir::{
@@ -55,16 +56,21 @@ pub struct DotQuant {
     pub acc: AccReport,
     /// Channels whose weights GPTQ rounded.
     pub gptq_channels: usize,
+    /// The weights keep the model file's int8 codes and scales.
+    pub weights_from_file: bool,
 }
 
 /// Quantizes the dot node `id` in place (its input and output types are already set);
 /// with `hessian` (its input's `sum x x^T` from calibration) the weights are rounded
-/// by GPTQ where the layout allows (`gptq`), else to nearest.
+/// by GPTQ where the layout allows (`gptq`), else to nearest; with `fixed` (a
+/// pre-quantized model's scales along the output channels) at those scales, which
+/// gives back the file's codes.
 pub fn quantize_dot(
     g: &mut Graph,
     id: NodeId,
     xmax: i64,
     hessian: Option<&Hessian>,
+    fixed: Option<&FixedWeights>,
 ) -> Result<DotQuant, PassError> {
     let name = g.node(id).name.clone();
     let Op::Nna(NnaOp::Dot(dot)) = g.node(id).op.clone() else {
@@ -109,16 +115,24 @@ pub fn quantize_dot(
     };
     non_finite(&w, "weights", &wshape, &name)?;
     non_finite(&bias, "bias", &[m], &name)?;
-    let factors = hessian.and_then(|h| gptq_factors(h, layout, m, w.len()));
-    let q = quantize_layer(&w, &bias, layout, s_in, zp_in, xmax, factors.as_ref()).ok_or_else(
-        || {
-            PassError::node(
-                PASS,
-                &name,
-                "weights do not split evenly into output channels",
-            )
-        },
-    )?;
+    let fixed_scales = fixed.and_then(|f| file_scales(f, &dot.kind, m));
+    let factors = hessian
+        .filter(|_| fixed_scales.is_none())
+        .and_then(|h| gptq_factors(h, layout, m, w.len()));
+    let from = LayerFrom {
+        s_in,
+        zp_in,
+        xmax,
+        gptq: factors.as_ref(),
+        fixed: fixed_scales.as_deref(),
+    };
+    let q = quantize_layer(&w, &bias, layout, from).ok_or_else(|| {
+        PassError::node(
+            PASS,
+            &name,
+            "weights do not split evenly into output channels",
+        )
+    })?;
     drop(w);
     let bias_i32 = to_i32(&q.bias)
         .ok_or_else(|| PassError::node(PASS, &name, "quantized bias exceeds int32"))?;
@@ -154,7 +168,23 @@ pub fn quantize_dot(
     Ok(DotQuant {
         acc: q.acc,
         gptq_channels: q.gptq_channels,
+        weights_from_file: fixed_scales.is_some(),
     })
+}
+
+/// The file's weight scale of each of the `m` output channels, when its axis is the
+/// output channels of the dot's weight layout (per-tensor: the one scale for all).
+fn file_scales(f: &FixedWeights, kind: &DotKind, m: usize) -> Option<Vec<f32>> {
+    let out_axis = match kind {
+        DotKind::Conv(_) | DotKind::Inner => 0,
+        DotKind::Deconv(a) if a.group == 1 => 1,
+        DotKind::Deconv(_) => return None,
+    };
+    match f.axis {
+        None => Some(vec![*f.scales.first()?; m]),
+        Some(a) if a == out_axis && f.scales.len() == m => Some(f.scales.clone()),
+        Some(_) => None,
+    }
 }
 
 /// GPTQ's factors for a layer of `m` channels in `layout`, when its Hessian matches
