@@ -221,8 +221,8 @@ pub fn all_ops_graph() -> Graph {
         "quantize",
         Op::Quantize(QdqAttrs {
             axis: Some(1),
-            scales: vec![0.5, 1.5e-3, 2.0],
-            zero_points: vec![0, -3, 127],
+            scales: vec![0.5, 1.5e-3, 2.0, 7.0e-2],
+            zero_points: vec![0, -3, 127, -128],
             dtype: DType::I8,
         }),
         &[id],
