@@ -62,6 +62,13 @@ impl PassCtx {
             .map_or(node, |s| s.as_str())
     }
 
+    /// Whether a pre-quantized model's file rounds the value of original node `node`
+    /// to its own int8 grid (a QuantizeLinear -> DequantizeLinear pair on it): a
+    /// fusion that would skip that rounding changes the file's arithmetic.
+    pub fn file_rounds(&self, node: &str) -> bool {
+        self.fixed.acts.contains_key(node)
+    }
+
     /// The original node whose value is the node's SIMD output.
     pub fn simd_name<'a>(&'a self, node: &'a str) -> &'a str {
         self.fused.get(node).map_or(node, |f| f.simd_out.as_str())

@@ -4,7 +4,7 @@
 
 use super::acc_bound::AccReport;
 use super::gptq::Hessian;
-use super::params::{quantize_weight, scale_zp, weight_scale};
+use super::params::{scale_zp, weight_scale};
 use super::requant;
 use super::weights::{quantize_layer, GptqFactors, LayerFrom};
 use crate::channels::WeightChannels;
@@ -243,8 +243,15 @@ pub fn bias_node(g: &mut Graph, owner: &str, bias: Vec<i32>, unit: Vec<f32>) -> 
     const_node(g, owner, "bias_q", vec![m], TensorData::I32(bias), quant)
 }
 
-/// Quantizes the SCALE node `id` in place: per-channel weight `w_q = +-127` (scale
-/// `|w|/127`), bias at `s_in * s_w`; the SIMD input is `(x_q - zp_in) * w_q + b_q`.
+/// Quantizes the SCALE node `id` in place: per-channel factor `w_q = +-127 * 2^k`
+/// (scale `|w| / (127 * 2^k)`), shift `b_q` at `s_in * s_w`; the SIMD input is
+/// `(x_q - zp_in) * w_q + b_q`. A SCALE without pooling multiplies by an int32
+/// channel entry (`IMUL`, docs/ISA.md), so `k` is as large as keeps
+/// `255 |w_q| + |b_q|` inside the 30-bit accumulator (at most 16): the shift then has
+/// `k` more bits than an int8 factor would leave it (with `k = 0`, `x + 3` after a
+/// value of scale 0.0616 was off by up to 0.01 output steps, which moved 1.6% of the
+/// PP-OCR classifier's first hard-swish codes). With pooling it runs as a depthwise
+/// CONV whose weights are int8 (`k = 0`).
 pub fn quantize_scale(g: &mut Graph, id: NodeId) -> Result<(), PassError> {
     let name = g.node(id).name.clone();
     let Op::Nna(NnaOp::Scale(mut sc)) = g.node(id).op.clone() else {
@@ -263,14 +270,29 @@ pub fn quantize_scale(g: &mut Graph, id: NodeId) -> Result<(), PassError> {
         .ok_or_else(|| PassError::node(PASS, &name, "shift is not constant"))?
         .to_f32_vec();
     let c = w.len();
+    let int32_factor = sc.pool.is_none();
     let scales: Vec<f32> = w
         .iter()
-        .map(|x| weight_scale(std::slice::from_ref(x)))
+        .zip(&b)
+        .map(|(x, &bias)| {
+            let s0 = weight_scale(std::slice::from_ref(x));
+            if !int32_factor {
+                return s0;
+            }
+            // Accumulator units per unit of the factor code: 255 * 127 for the
+            // product, |b| / (s_in * s0) for the shift.
+            let per = 255.0 * 127.0 + (f64::from(bias) / (f64::from(s_in) * f64::from(s0))).abs();
+            let k = (0..=16)
+                .rev()
+                .find(|&k| per * f64::from(1u32 << k) < f64::from((1u32 << 29) - 1))
+                .unwrap_or(0);
+            s0 / (1u32 << k) as f32
+        })
         .collect();
-    let wq: Vec<i8> = w
+    let wq: Vec<i32> = w
         .iter()
         .zip(&scales)
-        .map(|(&x, &s)| quantize_weight(x, s))
+        .map(|(&x, &s)| (f64::from(x) / f64::from(s)).round() as i32)
         .collect();
     let bq: Vec<i64> = (0..c)
         .map(|i| (f64::from(b[i]) / (f64::from(s_in) * f64::from(scales[i]))).round() as i64)
@@ -283,12 +305,17 @@ pub fn quantize_scale(g: &mut Graph, id: NodeId) -> Result<(), PassError> {
         .collect();
     let rq = requant::build(sc.epilogue.act.as_ref(), &unit, s_out, zp_out, out_t.dtype)
         .map_err(|e| PassError::node(PASS, &name, e))?;
+    let factors = if int32_factor {
+        TensorData::I32(wq)
+    } else {
+        TensorData::I8(wq.iter().map(|&q| q as i8).collect())
+    };
     let wv = const_node(
         g,
         &name,
         "scale_q",
         vec![c],
-        TensorData::I8(wq),
+        factors,
         Quant::PerChannel {
             axis: 0,
             scales: scales.clone(),
