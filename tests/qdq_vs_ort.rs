@@ -4,16 +4,17 @@
 //! file's scales and zero points, and the program on the simulator must give the
 //! output codes ONNX Runtime's int8 kernels give on the same file.
 //!
-//! Measured (docs/QUANTIZATION.md, "Bring your own quantization"): every
-//! convolution, depthwise convolution, pooling and inner product is bit-exact with
-//! ONNX Runtime given the same input codes; a residual addition differs by one code
-//! on about 1 in 10^5 elements (ONNX Runtime's QLinearAdd computes
-//! `a * (s_a / s_y) + b * (s_b / s_y)` in float32, the NNA's ELTWISE in fixed point
-//! with 20 fractional bits), and through the random weights of the light ResNet-50
-//! and MobileNet-v2 those differences spread: 72-73% of their output codes are
-//! exact, 99.8-99.9% within one code, every top-1 the same. The targets
-//! (99% exact, all within one code, 99% same top-1) are not met yet; each model
-//! asserts its measured floor.
+//! Measured (docs/QUANTIZATION.md, "Bring your own quantization"): given the same
+//! input codes every convolution, depthwise convolution, pooling, inner product,
+//! SCALE and ELTWISE product is bit-exact with ONNX Runtime; a residual addition
+//! differs by one code on about 1 in 10^5 elements (ONNX Runtime's QLinearAdd
+//! computes `a * (s_a / s_y) + b * (s_b / s_y)` in float32, the NNA's ELTWISE in
+//! fixed point with 20 fractional bits), and through the random weights of the light
+//! ResNet-50 and MobileNet-v2 those differences spread: 70-73% of their output codes
+//! are exact, 99.8-99.96% within one code. The PP-OCR classifier (trained weights,
+//! uint8) gives the same top-1 on 443 of 444 crops. Where a figure misses the
+//! issue's target (99% exact, all within one code, 99% same top-1) the test asserts
+//! the measured floor.
 
 mod common;
 
@@ -166,33 +167,71 @@ fn measure(net: &str, tag: &str) -> Agreement {
     a
 }
 
-/// Asserts the measured floor `(exact, within one code, same top-1, largest
-/// difference)` of a model.
-fn assert_floor(a: &Agreement, what: &str, floor: (f64, f64, f64, i32)) {
+/// The least agreement a model must keep: shares of codes exact and within one
+/// code, share of frames with the same top-1, and the largest code difference.
+struct Floor {
+    exact: f64,
+    within_one: f64,
+    top1: f64,
+    max_diff: i32,
+}
+
+/// Asserts that `a` keeps `floor`.
+fn assert_floor(a: &Agreement, what: &str, floor: &Floor) {
     assert!(
-        a.max_diff <= floor.3,
+        a.max_diff <= floor.max_diff,
         "{what}: a code differs by {}",
         a.max_diff
     );
-    assert!(a.exact >= floor.0, "{what}: {:.4} of codes exact", a.exact);
     assert!(
-        a.within_one >= floor.1,
+        a.exact >= floor.exact,
+        "{what}: {:.4} of codes exact",
+        a.exact
+    );
+    assert!(
+        a.within_one >= floor.within_one,
         "{what}: {:.4} within one code",
         a.within_one
     );
-    assert!(a.top1 >= floor.2, "{what}: top-1 agreement {:.4}", a.top1);
+    assert!(
+        a.top1 >= floor.top1,
+        "{what}: top-1 agreement {:.4}",
+        a.top1
+    );
 }
 
-/// The targets (99% of codes exact, 99% same top-1) are not met yet on the
-/// classifier (measured 21.3% exact, 52.1% within one code, 95.3% same top-1 with
-/// uint8 activations; int8: 19.3%, 51.4%, 95.3%): its hard-swish gates and squeeze-and-excitation products are
-/// rounded differently (docs/QUANTIZATION.md); this asserts the measured floor.
+/// The classifier with uint8 activations meets the top-1 target (99% of the
+/// crops' top-1 the same; measured 443/444); its codes are 95.3% exact, 97.5% within
+/// one code (target 99% and all), so those assert the measured floor. With int8
+/// activations: 82.0% exact, 92.0% within one, 98.9% same top-1 (measured floors).
+/// Every convolution, pool, SCALE and ELTWISE is bit-exact with ONNX Runtime given
+/// the same input codes on the uint8 model (scripts/qdq_layer_agreement.py); the
+/// int8 model's first differences (1.4e-5 of the codes of the first hard-swish's
+/// product) are not located yet (docs/QUANTIZATION.md).
 #[test]
-fn ppocr_classifier_qdq_against_onnx_runtime_holds_measured_floor() {
-    for tag in ["u8", "s8"] {
-        let a = measure("ppocr_cls", tag);
-        assert_floor(&a, &format!("ppocr_cls_{tag}"), (0.18, 0.50, 0.94, 12));
-    }
+fn ppocr_classifier_qdq_against_onnx_runtime() {
+    let a = measure("ppocr_cls", "u8");
+    assert_floor(
+        &a,
+        "ppocr_cls_u8",
+        &Floor {
+            exact: 0.95,
+            within_one: 0.97,
+            top1: 0.99,
+            max_diff: 5,
+        },
+    );
+    let a = measure("ppocr_cls", "s8");
+    assert_floor(
+        &a,
+        "ppocr_cls_s8",
+        &Floor {
+            exact: 0.81,
+            within_one: 0.91,
+            top1: 0.985,
+            max_diff: 7,
+        },
+    );
 }
 
 #[test]
@@ -200,13 +239,29 @@ fn random_weight_resnet50_and_mobilenet_v2_qdq_hold_their_measured_floor() {
     // Measured (uint8): ResNet-50 72.6% exact, 99.93% within one, 24/24 top-1;
     // MobileNet-v2 72.0%, 99.79%, 22/24.
     let floors = [
-        ("resnet50", (0.70, 0.997, 0.99, 3)),
-        ("mobilenet_v2", (0.70, 0.995, 0.90, 3)),
+        (
+            "resnet50",
+            Floor {
+                exact: 0.70,
+                within_one: 0.997,
+                top1: 0.99,
+                max_diff: 3,
+            },
+        ),
+        (
+            "mobilenet_v2",
+            Floor {
+                exact: 0.70,
+                within_one: 0.995,
+                top1: 0.90,
+                max_diff: 3,
+            },
+        ),
     ];
     for (net, floor) in floors {
         for tag in ["u8", "s8"] {
             let a = measure(net, tag);
-            assert_floor(&a, &format!("{net}_{tag}"), floor);
+            assert_floor(&a, &format!("{net}_{tag}"), &floor);
         }
     }
 }
