@@ -14,9 +14,11 @@ prints per value the share of codes that are equal, the share within one code, a
 the largest difference. docs/QUANTIZATION.md ("Bring your own quantization") has
 the measurements.
 
-A cut changes nothing upstream of the value in nnac except when the value fed two
-readers and now feeds one (a fusion the full model does not allow may then happen),
-so read a drop at one value together with the values after it.
+A cut can change what runs upstream of the value when the value fed two readers and
+now feeds one: ONNX Runtime's Conv + Add fusion, for one, then takes a constant
+addition after a convolution into it, without the file's rounding between them (the
+`Clip@N` rows of a hard-swish's `x + 3`). Read a drop at one value together with the
+values after it.
 """
 
 from __future__ import annotations
