@@ -46,7 +46,15 @@ Tanh HardSigmoid HardSwish Add Sub Mul Div Sum Concat MaxPool AveragePool
 GlobalAveragePool GlobalMaxPool Flatten Reshape Transpose Squeeze Unsqueeze Softmax
 Resize Upsample Pad LRN Dropout Identity Constant ConstantOfShape Shape Gather Slice Split
 Cast
+QuantizeLinear DequantizeLinear QLinearConv QLinearMatMul ConvInteger MatMulInteger
 """.split())
+
+# Ops whose node tests ONNX generates only at the newest opset (beyond what ONNX
+# Runtime and nnac run) although their int8/uint8 semantics are unchanged since
+# opset 13: each such case is also written at DOWNGRADE_OPSET as `<name>_opset21`
+# when the ONNX checker accepts it there.
+DOWNGRADE_OPS = frozenset({"QuantizeLinear", "DequantizeLinear"})
+DOWNGRADE_OPSET = 21
 
 PYTORCH_DIRS = ("pytorch-converted", "pytorch-operator")
 TSV_COLUMNS = ("name", "source", "main_op", "opset", "ops", "inputs", "outputs", "npy",
@@ -105,6 +113,26 @@ def node_main_op(case, main_ops: dict[str, str]) -> str | None:
     return None
 
 
+def downgraded(case):
+    """The case at DOWNGRADE_OPSET (a copy named `<name>_opset21`), or None when the
+    checker refuses it there."""
+    import copy
+    import onnx
+    model = copy.deepcopy(case.model)
+    for imp in model.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            imp.version = DOWNGRADE_OPSET
+    model.ir_version = min(model.ir_version, 10)
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except Exception:  # noqa: BLE001 - any checker failure means "not valid there"
+        return None
+    new = copy.copy(case)
+    new.name = f"{case.name}_opset{DOWNGRADE_OPSET}"
+    new.model = model
+    return new
+
+
 def write_node_case(out: Path, case, main_op: str) -> dict:
     case_dir = out / case.name
     data_dir = case_dir / "test_data_set_0"
@@ -143,6 +171,10 @@ def node_cases(out: Path) -> list[dict]:
         op = node_main_op(case, main_ops)
         if op in OPS and case.data_sets:
             rows.append(write_node_case(out, case, op))
+            if op in DOWNGRADE_OPS and default_opset(case.model) > DOWNGRADE_OPSET:
+                low = downgraded(case)
+                if low is not None:
+                    rows.append(write_node_case(out, low, op))
     return rows
 
 

@@ -10,7 +10,8 @@
 //! - Inputs that feed a *parameter* slot of a node (a Reshape shape, Resize
 //!   scales/sizes/roi, Pad pads/value, Clip bounds, Squeeze/Unsqueeze axes, Slice
 //!   starts/ends/axes/steps, Split sizes, Upsample scales, Dropout ratio/mode,
-//!   ConstantOfShape shape, Gather indices) are bound as initializers before import, as an exporter
+//!   ConstantOfShape shape, Gather indices, the scales and zero points of the
+//!   quantized ops) are bound as initializers before import, as an exporter
 //!   emits them; the importer requires those to be constant. Every other input (data,
 //!   weights, second operands) is fed to the interpreter at run time.
 //! - Outputs are compared element-wise: `|got - want| <= ATOL + rtol * |want|` with
@@ -135,6 +136,9 @@ fn parameter_slots(op_type: &str) -> &'static [usize] {
         "Clip" | "Dropout" => &[1, 2],
         "Slice" => &[1, 2, 3, 4],
         "ConstantOfShape" => &[0],
+        "QuantizeLinear" | "DequantizeLinear" => &[1, 2],
+        "QLinearConv" | "QLinearMatMul" => &[1, 2, 4, 5, 6, 7],
+        "ConvInteger" | "MatMulInteger" => &[2, 3],
         _ => &[],
     }
 }

@@ -33,9 +33,9 @@ pub struct Args {
     #[arg(long = "output-dir", value_name = "DIR", default_value = ".")]
     pub output_dir: PathBuf,
     /// Run the int8 model: fold, fuse, calibrate on `--calib` (without it, on the
-    /// synthetic frames `compile` uses) and quantize as `compile` does, with the same
-    /// ops on the host, then run the quantized reference interpreter (outputs
-    /// dequantized).
+    /// synthetic frames `compile` uses; a pre-quantized (QDQ) model keeps the file's
+    /// quantization) and quantize as `compile` does, with the same ops on the host,
+    /// then run the quantized reference interpreter (outputs dequantized).
     #[arg(long)]
     pub quantized: bool,
     /// Calibration data for `--quantized` (as `compile --calib`).
@@ -66,6 +66,8 @@ fn runner(graph: Graph, args: &Args) -> Result<Runner, CliError> {
 
 pub fn run(args: Args) -> Result<(), CliError> {
     let graph = load(&args.model)?;
+    // The quantization options first: a missing `--calib` is named before the inputs.
+    let runner = runner(graph.clone(), &args)?;
     let specs = graph_inputs(&graph);
     let files = assign_inputs(&args.input, &specs)?;
     let mut feeds = BTreeMap::new();
@@ -78,7 +80,6 @@ pub fn run(args: Args) -> Result<(), CliError> {
         feeds.insert(name.clone(), read_feed(name, ty, path)?);
     }
     let frames = frame_count(&feeds)?;
-    let runner = runner(graph.clone(), &args)?;
     let start = Instant::now();
     let results = runner.run_frames(&feeds, frames)?;
     let elapsed = start.elapsed();

@@ -71,13 +71,18 @@ pub fn calib_args(args: &[String], pre: &Preprocess, graph: &Graph) -> Result<Ve
 }
 
 /// The calibration frames the specs give, one map per frame; every input must get
-/// the same number of frames.
+/// the same number of frames. A pre-quantized graph (QDQ / QOperator ONNX) needs
+/// none: without specs it gets no frames and keeps the file's quantization.
 pub fn calib_frames(
     specs: &[CalibSpec],
     pre: &Preprocess,
     graph: &Graph,
 ) -> Result<Vec<Frame>, Error> {
     let inputs = graph_inputs(graph);
+    if specs.is_empty() && nnac_passes::fixed::is_pre_quantized(graph) {
+        // The file's scales and zero points; the quantizer names any value they miss.
+        return Ok(Vec::new());
+    }
     if specs.is_empty() {
         return Err(Error::user(
             "quantization needs calibration data: --calib PATH (an .npy, an image, or a directory)",

@@ -65,13 +65,20 @@ pub struct Calibration {
     pub synthetic: Option<String>,
 }
 
-/// The frames `specs` give, or without any, [`crate::synthetic::frames`] (the caller
+/// The frames `specs` give; without any, none for a pre-quantized model (the file's
+/// quantization is used, no warning), else [`crate::synthetic::frames`] (the caller
 /// warns with [`crate::synthetic::warning`]).
 pub fn calibration(
     specs: &[CalibSpec],
     pre: &Preprocess,
     graph: &nnac_ir::Graph,
 ) -> Result<Calibration, Error> {
+    if specs.is_empty() && nnac_passes::fixed::is_pre_quantized(graph) {
+        return Ok(Calibration {
+            frames: Vec::new(),
+            synthetic: None,
+        });
+    }
     if specs.is_empty() {
         let frames = crate::synthetic::frames(graph)?;
         return Ok(Calibration {

@@ -49,6 +49,35 @@ const NODE_TESTS_NOT_IMPORTED: &[(&str, &str)] = &[
     ("test_*_uint32", "uint32 inputs"),
     ("test_*_uint64", "uint64 inputs"),
     ("test_identity_opt", "optional-typed input"),
+    (
+        "test_quantizelinear",
+        "opset 28 (its opset-21 copy `_opset21` imports)",
+    ),
+    (
+        "test_quantizelinear_axis",
+        "opset 28 (its opset-21 copy `_opset21` imports)",
+    ),
+    (
+        "test_dequantizelinear",
+        "opset 28 (its opset-21 copy `_opset21` imports)",
+    ),
+    (
+        "test_dequantizelinear_axis",
+        "opset 28 (its opset-21 copy `_opset21` imports)",
+    ),
+    ("test_*quantizelinear_blocked*", "blocked quantization"),
+    ("test_*quantizelinear_e4m3fn*", "8-bit float quantization"),
+    ("test_*quantizelinear_e5m2*", "8-bit float quantization"),
+    (
+        "test_*quantizelinear_float4e2m1*",
+        "4-bit float quantization",
+    ),
+    (
+        "test_*quantizelinear_*int16*",
+        "16-bit integer quantization",
+    ),
+    ("test_*quantizelinear_*int4*", "4-bit integer quantization"),
+    ("test_*quantizelinear_*int2*", "2-bit integer quantization"),
     ("test_identity_sequence", "sequence-typed input"),
     ("test_batchnorm_epsilon_training_mode", "training_mode = 1"),
     ("test_batchnorm_example_training_mode", "training_mode = 1"),

@@ -143,6 +143,14 @@ pub fn infer_types(op: &Op, ins: &[&TensorType]) -> R {
             }
             Ok(vec![TensorType::new(ins[0].dtype, a.sizes.clone())])
         }
+        Op::Quantize(q) => {
+            q.check(&ins[0].shape)?;
+            Ok(vec![TensorType::new(q.dtype, ins[0].shape.clone())])
+        }
+        Op::Dequantize(q) => {
+            q.check(&ins[0].shape)?;
+            Ok(vec![TensorType::f32(ins[0].shape.clone())])
+        }
         Op::Pad { pads, .. } => {
             let r = ins[0].rank();
             if pads.len() != 2 * r {

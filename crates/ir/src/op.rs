@@ -93,8 +93,59 @@ pub enum Op {
         shift: f32,
     },
     Identity,
+    /// ONNX QuantizeLinear: `saturate(round_half_even(x / scale) + zero_point)` to
+    /// the codes of `dtype` (held as f32 values by the float interpreter).
+    Quantize(QdqAttrs),
+    /// ONNX DequantizeLinear: `(q - zero_point) * scale` of integer codes.
+    Dequantize(QdqAttrs),
     /// An NNA compound operation (fused / quantized graphs only; see `nna_op.rs`).
     Nna(crate::NnaOp),
+}
+
+/// The constant parameters of a QuantizeLinear / DequantizeLinear: one scale and zero
+/// point for the tensor, or one per index of `axis` (per-axis quantization).
+#[derive(Clone, Debug, PartialEq)]
+pub struct QdqAttrs {
+    /// `None`: per tensor (`scales` and `zero_points` have one entry each).
+    pub axis: Option<usize>,
+    pub scales: Vec<f32>,
+    pub zero_points: Vec<i32>,
+    /// The code type: `I8` or `U8` (`I32` only for a dequantized bias).
+    pub dtype: crate::DType,
+}
+
+impl QdqAttrs {
+    /// `(scale, zero_point)` applying to the element at `index` of a tensor of
+    /// `shape` (row-major).
+    #[inline]
+    pub fn params_at(&self, shape: &[usize], index: usize) -> (f32, i32) {
+        match self.axis {
+            None => (self.scales[0], self.zero_points[0]),
+            Some(a) => {
+                let inner: usize = shape[a + 1..].iter().product();
+                let c = (index / inner.max(1)) % shape[a].max(1);
+                (self.scales[c], self.zero_points[c])
+            }
+        }
+    }
+
+    /// How many entries `scales` and `zero_points` need for an input of `shape`, or
+    /// why the parameters do not fit it.
+    pub fn check(&self, shape: &[usize]) -> Result<(), String> {
+        let want = match self.axis {
+            None => 1,
+            Some(a) if a < shape.len() => shape[a],
+            Some(a) => return Err(format!("axis {a} is out of range for rank {}", shape.len())),
+        };
+        if self.scales.len() != want || self.zero_points.len() != want {
+            return Err(format!(
+                "{} scales and {} zero points for {want} channels",
+                self.scales.len(),
+                self.zero_points.len()
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -245,6 +296,8 @@ impl Op {
             Op::Lrn { .. } => "lrn",
             Op::Power { .. } => "power",
             Op::Identity => "identity",
+            Op::Quantize(_) => "quantize",
+            Op::Dequantize(_) => "dequantize",
             Op::Nna(n) => n.mnemonic(),
         }
     }

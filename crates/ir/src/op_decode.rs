@@ -5,7 +5,7 @@ use crate::op_text::{derr, AVal, DecodeError, Rec, COORDS, D, NEAREST_MODES};
 use crate::{
     Activation, BinaryOp, ConstId, ConvAttrs, ConvTransposeAttrs, DotKind, DotOp, EltwiseKind,
     EltwiseOp, EltwiseRequant, Epilogue, FusedAct, GemmAttrs, Multiplier, NnaOp, Op, PoolAttrs,
-    PoolKind, PoolStage, Quant, Requant, ResizeAttrs, ResizeMode, ScaleOp,
+    PoolKind, PoolStage, QdqAttrs, Quant, Requant, ResizeAttrs, ResizeMode, ScaleOp,
 };
 
 /// A record being decoded: every entry must be used exactly once.
@@ -208,6 +208,8 @@ pub(crate) fn decode(mnemonic: &str, rec: Rec) -> D<Op> {
             shift: f.f32("shift")?,
         },
         "identity" => Op::Identity,
+        "quantize" => Op::Quantize(qdq_from(&mut f)?),
+        "dequantize" => Op::Dequantize(qdq_from(&mut f)?),
         m if m.starts_with("nna.") => Op::Nna(nna_from(m, &mut f, pos)?),
         m => {
             if let Some(b) = binary_from(m) {
@@ -287,6 +289,25 @@ fn act_from(m: &str, f: &mut Fields) -> D<Option<Activation>> {
         "silu" => Activation::Silu,
         _ => return Ok(None),
     }))
+}
+
+fn qdq_from(f: &mut Fields) -> D<QdqAttrs> {
+    let axis = f.take("axis")?;
+    let axis = match &axis {
+        AVal::Word(w, r) if w == "none" && r.entries.is_empty() => None,
+        v => Some(as_int(v)?),
+    };
+    let scales = f.f32s("scales")?;
+    let zero_points = list(&f.take("zero_points")?, as_int)?;
+    let dt = f.take("dtype")?;
+    let dtype = crate::DType::from_name(word(&dt)?)
+        .map_or_else(|| derr(pos_of(&dt), "unknown dtype"), Ok)?;
+    Ok(QdqAttrs {
+        axis,
+        scales,
+        zero_points,
+        dtype,
+    })
 }
 
 fn conv_from(f: &mut Fields) -> D<ConvAttrs> {

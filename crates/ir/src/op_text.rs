@@ -10,7 +10,7 @@
 
 use crate::{
     Activation, ConvAttrs, ConvTransposeAttrs, CoordTransform, DotKind, Epilogue, FusedAct,
-    Multiplier, NearestMode, NnaOp, Op, PoolAttrs, PoolKind, PoolStage, Quant, Requant,
+    Multiplier, NearestMode, NnaOp, Op, PoolAttrs, PoolKind, PoolStage, QdqAttrs, Quant, Requant,
     ResizeAttrs, ResizeMode,
 };
 
@@ -186,8 +186,21 @@ fn attrs(op: &Op) -> Vec<(&'static str, AVal)> {
                 ("shift", AVal::f(*shift)),
             ]
         }
+        Op::Quantize(q) | Op::Dequantize(q) => qdq_attrs(q),
         Op::Nna(n) => nna_attrs(n),
     }
+}
+
+fn qdq_attrs(q: &QdqAttrs) -> Vec<(&'static str, AVal)> {
+    vec![
+        ("axis", q.axis.map_or_else(|| AVal::word("none"), AVal::num)),
+        ("scales", AVal::fs(&q.scales)),
+        (
+            "zero_points",
+            AVal::List(q.zero_points.iter().map(AVal::num).collect(), 0),
+        ),
+        ("dtype", AVal::word(q.dtype.name())),
+    ]
 }
 
 fn conv_attrs(a: &ConvAttrs) -> Vec<(&'static str, AVal)> {

@@ -1,10 +1,16 @@
 //! Absorbs the single-user activation and pooling nodes that follow an NNA compute op
 //! into its SIMD epilogue and pooling stage (shared by the fusion passes).
+//!
+//! A pre-quantized model keeps its roundings: when the file rounds the value a
+//! follower would read (`PassCtx::file_rounds`), only a follower that commutes with
+//! that rounding is absorbed (ReLU, Clip, max pooling: monotone, and exact at the
+//! grid's zero); a sigmoid, hard-sigmoid, average pool, ... then stays its own op
+//! and reads the rounded codes, as ONNX Runtime's kernels do.
 
 use crate::pool_unit::pool_stage;
 use crate::util::{per_channel_const, single_user};
 use crate::PassCtx;
-use nnac_ir::{FusedAct, Graph, NnaOp, NodeId, Op, PoolStage, Value};
+use nnac_ir::{Activation, FusedAct, Graph, NnaOp, NodeId, Op, PoolKind, PoolStage, Value};
 
 enum Stage {
     Act(FusedAct),
@@ -14,7 +20,7 @@ enum Stage {
 /// Absorbs followers of NNA node `id` as long as they fit; returns how many.
 pub fn absorb_followers(g: &mut Graph, ctx: &mut PassCtx, id: NodeId) -> usize {
     let mut count = 0;
-    while let Some((user, stage)) = next_stage(g, id) {
+    while let Some((user, stage)) = next_stage(g, ctx, id) {
         let Op::Nna(op) = &mut g.node_mut(id).op else {
             break;
         };
@@ -40,7 +46,7 @@ pub fn absorb_followers(g: &mut Graph, ctx: &mut PassCtx, id: NodeId) -> usize {
     count
 }
 
-fn next_stage(g: &Graph, id: NodeId) -> Option<(NodeId, Stage)> {
+fn next_stage(g: &Graph, ctx: &PassCtx, id: NodeId) -> Option<(NodeId, Stage)> {
     let Op::Nna(op) = &g.node(id).op else {
         return None;
     };
@@ -65,7 +71,19 @@ fn next_stage(g: &Graph, id: NodeId) -> Option<(NodeId, Stage)> {
         Op::Pool(p) if pool == Some(false) => Stage::Pool(pool_stage(p, shape)?),
         _ => return None,
     };
+    if ctx.file_rounds(ctx.out_name(&g.node(id).name)) && !commutes_with_rounding(&stage) {
+        return None;
+    }
     Some((user, stage))
+}
+
+/// Whether a stage gives the same codes on the rounded value as rounding its result.
+fn commutes_with_rounding(stage: &Stage) -> bool {
+    match stage {
+        Stage::Act(FusedAct::Act(a)) => matches!(a, Activation::Relu | Activation::Clip { .. }),
+        Stage::Act(FusedAct::PRelu(_)) => false,
+        Stage::Pool(p) => p.kind == PoolKind::Max,
+    }
 }
 
 fn set_act(op: &mut NnaOp, a: FusedAct) {

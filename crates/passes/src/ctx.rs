@@ -31,6 +31,8 @@ pub struct PassCtx {
     /// Nodes to run on the host and why (`PassOptions::host_nodes`; `force_host`),
     /// and the reason of every host op `mark_host` made.
     pub host_reasons: BTreeMap<String, String>,
+    /// Quantization the model file fixes (pre-quantized models, `absorb_qdq`).
+    pub fixed: crate::fixed::FixedQuant,
 }
 
 impl PassCtx {
@@ -70,6 +72,13 @@ impl PassCtx {
             .get(node)
             .cloned()
             .unwrap_or_else(|| format!("no NNA instruction for {op}"))
+    }
+
+    /// Whether a pre-quantized model's file rounds the value of original node `node`
+    /// to its own int8 grid (a QuantizeLinear -> DequantizeLinear pair on it): a
+    /// fusion that would skip that rounding changes the file's arithmetic.
+    pub fn file_rounds(&self, node: &str) -> bool {
+        self.fixed.acts.contains_key(node)
     }
 
     /// The original node whose value is the node's SIMD output.

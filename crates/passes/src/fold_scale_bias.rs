@@ -1,6 +1,8 @@
 //! Folds per-channel constant Mul / Div / Add / Sub that follow a dot product (Conv,
 //! ConvTranspose, normalized Gemm) with constant weights into its weights and bias.
 //! Caffe's BatchNorm + Scale and ONNX BatchNormalization arrive here as Mul + Add.
+//! A dot product whose output a pre-quantized file rounds (`PassCtx::file_rounds`)
+//! keeps the following op apart, so that the rounding between them stays.
 
 use crate::channels::WeightChannels;
 use crate::util::{
@@ -20,6 +22,10 @@ pub fn fold_scale_bias(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError
         let Some((dot, k, per_ch)) = match_foldable(g, id) else {
             continue;
         };
+        if ctx.file_rounds(&g.node(dot).name) {
+            // A pre-quantized file rounds the dot's output before this op.
+            continue;
+        }
         let (mul, add) = match k {
             BinaryOp::Mul => (per_ch, None),
             BinaryOp::Div => (per_ch.iter().map(|s| 1.0 / s).collect(), None),

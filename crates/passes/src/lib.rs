@@ -6,10 +6,12 @@
 //! pass is one file with one entry function `fn(&mut Graph, &mut PassCtx)`.
 
 mod absorb;
+pub mod absorb_qdq;
 pub mod calib;
 mod channels;
 mod ctx;
 mod error;
+pub mod fixed;
 pub mod float_eval;
 pub mod float_ref;
 mod options;

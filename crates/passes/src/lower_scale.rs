@@ -33,7 +33,9 @@ pub fn lower_scale(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError> {
             _ => None,
         };
         if let Some((mul, add)) = affine {
-            if merge_into_scale(g, x, &mul, &add) {
+            // A pre-quantized file that rounds `x` keeps it apart from this scale.
+            let rounded = ctx.file_rounds(ctx.out_name(&g.node(x.node).name));
+            if !rounded && merge_into_scale(g, x, &mul, &add) {
                 bypass(g, id, x);
                 ctx.absorb(&g.node(x.node).name.clone(), &name, true);
                 ctx.note(&name, "merged into the preceding scale");

@@ -4,9 +4,10 @@
 //! Gemm. Gemms that do not fit (transposed A, non-constant B, C not per-column) stay
 //! as they are (and later become host ops).
 
+use crate::fixed::FixedWeights;
 use crate::util::add_const;
 use crate::{PassCtx, PassError};
-use nnac_ir::{GemmAttrs, Graph, NodeId, Op, Tensor};
+use nnac_ir::{GemmAttrs, Graph, NodeId, Op, Tensor, Value};
 
 const CANON: GemmAttrs = GemmAttrs {
     alpha: 1.0,
@@ -42,10 +43,30 @@ pub fn normalize_gemm(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError>
             None => None,
         };
         rewrite(g, id, &attrs, &b, c.as_ref());
+        rekey_fixed_weights(g, ctx, ins[1], g.node_inputs(id)[1], &attrs);
         let name = g.node(id).name.clone();
         ctx.note(&name, "inner product normalized to gemm(B [N,K], C [N])");
     }
     Ok(())
+}
+
+/// A pre-quantized model's weight scales (`PassCtx::fixed`) follow B into its
+/// `[N, K]` form: along N (the output channels), now axis 0.
+fn rekey_fixed_weights(g: &Graph, ctx: &mut PassCtx, old: Value, new: Value, a: &GemmAttrs) {
+    if old == new || a.alpha != 1.0 {
+        return;
+    }
+    let Some(f) = ctx.fixed.weights.get(&g.node(old.node).name).cloned() else {
+        return;
+    };
+    let n_axis = if a.trans_b { 0 } else { 1 };
+    if f.axis.is_some_and(|ax| ax != n_axis) {
+        return;
+    }
+    let axis = f.axis.map(|_| 0);
+    ctx.fixed
+        .weights
+        .insert(g.node(new.node).name.clone(), FixedWeights { axis, ..f });
 }
 
 fn rewrite(g: &mut Graph, id: NodeId, a: &GemmAttrs, b: &Tensor, c: Option<&Tensor>) {

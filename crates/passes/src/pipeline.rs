@@ -13,10 +13,10 @@ use crate::float_eval::Frame;
 use crate::float_ref::FloatRef;
 use crate::report::{self, HostOpEntry, Report};
 use crate::{
-    fold_batchnorm, fold_constants, fold_hardswish, fold_pad, fold_scale_bias, fold_silu,
-    force_host, fuse_dot, fuse_eltwise, fuse_shuffle, lower_concat, lower_pools, lower_resize,
-    lower_scale, mark_host, normalize_gemm, quant, remove_identity, sink_pool, PassError,
-    PassOptions, WeightRounding,
+    absorb_qdq, fold_batchnorm, fold_constants, fold_hardswish, fold_pad, fold_scale_bias,
+    fold_silu, force_host, fuse_dot, fuse_eltwise, fuse_shuffle, lower_concat, lower_pools,
+    lower_resize, lower_scale, mark_host, normalize_gemm, quant, remove_identity, sink_pool,
+    PassError, PassOptions, WeightRounding,
 };
 use nnac_ir::Graph;
 use std::collections::BTreeMap;
@@ -32,7 +32,11 @@ pub struct Pass {
 }
 
 /// Folding on the float graph; the result is the graph calibration runs on.
-pub const FLOAT_PASSES: [Pass; 10] = [
+pub const FLOAT_PASSES: [Pass; 11] = [
+    Pass {
+        name: "absorb_qdq",
+        run: absorb_qdq::absorb_qdq,
+    },
     Pass {
         name: "remove_identity",
         run: remove_identity::remove_identity,
@@ -257,7 +261,12 @@ pub fn compile_graph(
     // Calibration runs on the folded float graph. Measured, the fused graph must exist
     // first (it names the values the report compares), so the float graph is kept as
     // a copy; otherwise calibration runs right here, on the graph itself (no copy).
-    let early_stats = if quantize && !opts.measure {
+    // A pre-quantized model may come without frames: the file's quantization is
+    // all there is (the quantizer names any value it leaves out), nothing is measured.
+    let file_only = calib_frames.is_empty() && !r.ctx.fixed.is_empty();
+    let early_stats = if quantize && file_only {
+        Some(BTreeMap::new())
+    } else if quantize && !opts.measure {
         Some(match &opts.calib_stats {
             Some(cached) => (**cached).clone(),
             None => r.calibrate(&g, calib_frames, None)?,
@@ -266,7 +275,7 @@ pub fn compile_graph(
         None
     };
     let mut kept_stats = early_stats.clone().map(std::sync::Arc::new);
-    let float_graph = (quantize && opts.measure).then(|| g.clone());
+    let float_graph = (quantize && opts.measure && !file_only).then(|| g.clone());
     r.run(&mut g, &FUSION_PASSES)?;
     let mut rep = Report {
         graph: g.name.clone(),
@@ -294,8 +303,10 @@ pub fn compile_graph(
             (None, None) => unreachable!("not measured: calibrated early; measured: copied"),
         };
         let t = Instant::now();
-        let mut layers =
+        let quantized =
             quant::quantize(&mut g, &r.ctx, &stats, opts.calib_method, opts.percentile)?;
+        let mut layers = quantized.layers;
+        rep.quant_source = quantized.source;
         if opts.bias_correction {
             let done = quant::bias_correct::correct_biases(&mut g, &stats, calib_frames)?;
             for c in &done {

@@ -68,6 +68,10 @@ pub struct Report {
     pub acc_rescaled_layers: Vec<String>,
     /// Per dot op, what empirical bias correction changed (empty when it is off).
     pub bias_correction: Vec<crate::quant::bias_correct::BiasCorrection>,
+    /// For a pre-quantized model: which values and weights keep the file's
+    /// quantization and which were calibrated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quant_source: Option<crate::quant::QuantSource>,
     /// Wall time per pass in milliseconds (not serialized: not deterministic).
     #[serde(skip)]
     pub pass_ms: Vec<(String, f64)>,
@@ -268,6 +272,9 @@ impl Report {
             self.calib_method.map_or("-", |m| m.name()),
             self.weight_rounding.map_or("-", |m| m.name())
         );
+        if let Some(q) = &self.quant_source {
+            let _ = writeln!(s, "{}", q.summary());
+        }
         let _ = writeln!(s, "host ops ({}):", self.host_ops.len());
         for h in &self.host_ops {
             let _ = writeln!(s, "  {} ({}): {}", h.node, h.op, h.reason);

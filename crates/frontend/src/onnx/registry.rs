@@ -5,7 +5,7 @@
 
 use super::ctx::{Ctx, NResult, NodeCx, Out};
 use super::ops::{
-    constant, conv, elementwise as ew, folding, linear, misc, norm, pool, resize, shape,
+    constant, conv, elementwise as ew, folding, linear, misc, norm, pool, quant, resize, shape,
 };
 
 pub type Builder = fn(&mut Ctx, &NodeCx) -> NResult<Vec<Out>>;
@@ -124,11 +124,17 @@ static OPS: &[OpDef] = &[
     ),
     op("ConstantOfShape", &["value"], constant::constant_of_shape),
     op("Conv", CONV, conv::conv),
+    op("ConvInteger", CONV, quant::conv_integer),
     op("ConvTranspose", CONV_T, conv::conv_transpose),
     op(
         "DepthToSpace",
         &["blocksize", "mode"],
         shape::depth_to_space,
+    ),
+    op(
+        "DequantizeLinear",
+        &["axis", "block_size", "output_dtype"],
+        quant::dequantize_linear,
     ),
     op("Div", LEGACY_BIN, ew::div),
     op("Dropout", &["is_test", "ratio", "seed"], misc::dropout),
@@ -152,6 +158,7 @@ static OPS: &[OpDef] = &[
     op("LeakyRelu", &["alpha"], ew::leaky_relu),
     op("Less", &[], folding::less),
     op("MatMul", &[], linear::matmul),
+    op("MatMulInteger", &[], quant::matmul_integer),
     op("Max", &[], ew::max),
     op("MaxPool", MAX_POOL, pool::max_pool),
     op("Mean", &[], ew::mean),
@@ -167,6 +174,19 @@ static OPS: &[OpDef] = &[
         misc::pad,
     ),
     op("Pow", &[], ew::pow),
+    op("QLinearConv", CONV, quant::qlinear_conv),
+    op("QLinearMatMul", &[], quant::qlinear_matmul),
+    op(
+        "QuantizeLinear",
+        &[
+            "axis",
+            "block_size",
+            "output_dtype",
+            "precision",
+            "saturate",
+        ],
+        quant::quantize_linear,
+    ),
     op("Range", &[], folding::range),
     op("Reciprocal", &[], ew::reciprocal),
     op(

@@ -16,6 +16,7 @@ mod linear;
 mod nna;
 mod norm;
 mod pool;
+mod qdq;
 mod resize;
 pub use resize::nearest_sources;
 #[cfg(test)]
@@ -134,6 +135,8 @@ pub fn eval(
             Ok(buf)
         }
         Op::Resize(a) => resize::resize(a, xv()),
+        Op::Quantize(q) => Ok(qdq::quantize_linear(q, xv())),
+        Op::Dequantize(q) => qdq::dequantize_linear(q, xv()),
         Op::Pad { pads, value } => Ok(layout::pad(xv(), pads, *value, out_shape)),
         Op::Lrn {
             size,

@@ -228,6 +228,29 @@ pub fn all_ops_graph() -> Graph {
         &[lrn],
     );
     let id = add(&mut g, "é identity", Op::Identity, &[pw]);
+    let qa = add(
+        &mut g,
+        "quantize",
+        Op::Quantize(QdqAttrs {
+            axis: Some(1),
+            scales: vec![0.5, 1.5e-3, 2.0, 7.0e-2],
+            zero_points: vec![0, -3, 127, -128],
+            dtype: DType::I8,
+        }),
+        &[id],
+    );
+    let dq = add(
+        &mut g,
+        "dequantize",
+        Op::Dequantize(QdqAttrs {
+            axis: None,
+            scales: vec![0.25],
+            zero_points: vec![128],
+            dtype: DType::U8,
+        }),
+        &[qa],
+    );
+    g.add_output("codes", dq);
     g.add_output("probs", tr);
     g.add_output("probs_part", sl);
     g.add_output("image", id);
@@ -500,6 +523,8 @@ pub fn op_family(op: &Op) -> &'static str {
         | Op::Pad { .. }
         | Op::Lrn { .. }
         | Op::Power { .. }
+        | Op::Quantize(_)
+        | Op::Dequantize(_)
         | Op::Identity => "ir",
         Op::Nna(n) => match n {
             NnaOp::Dot(_)

@@ -4,10 +4,11 @@
 
 use super::acc_bound::AccReport;
 use super::gptq::Hessian;
-use super::params::{quantize_weight, scale_zp, weight_scale};
+use super::params::{scale_zp, weight_scale};
 use super::requant;
-use super::weights::{quantize_layer, GptqFactors};
+use super::weights::{quantize_layer, GptqFactors, LayerFrom};
 use crate::channels::WeightChannels;
+use crate::fixed::FixedWeights;
 use crate::util::dot_out_channels;
 use crate::PassError;
 use nnac_ir::{
@@ -55,16 +56,21 @@ pub struct DotQuant {
     pub acc: AccReport,
     /// Channels whose weights GPTQ rounded.
     pub gptq_channels: usize,
+    /// The weights keep the model file's int8 codes and scales.
+    pub weights_from_file: bool,
 }
 
 /// Quantizes the dot node `id` in place (its input and output types are already set);
 /// with `hessian` (its input's `sum x x^T` from calibration) the weights are rounded
-/// by GPTQ where the layout allows (`gptq`), else to nearest.
+/// by GPTQ where the layout allows (`gptq`), else to nearest; with `fixed` (a
+/// pre-quantized model's scales along the output channels) at those scales, which
+/// gives back the file's codes.
 pub fn quantize_dot(
     g: &mut Graph,
     id: NodeId,
     xmax: i64,
     hessian: Option<&Hessian>,
+    fixed: Option<&FixedWeights>,
 ) -> Result<DotQuant, PassError> {
     let name = g.node(id).name.clone();
     let Op::Nna(NnaOp::Dot(dot)) = g.node(id).op.clone() else {
@@ -109,16 +115,24 @@ pub fn quantize_dot(
     };
     non_finite(&w, "weights", &wshape, &name)?;
     non_finite(&bias, "bias", &[m], &name)?;
-    let factors = hessian.and_then(|h| gptq_factors(h, layout, m, w.len()));
-    let q = quantize_layer(&w, &bias, layout, s_in, zp_in, xmax, factors.as_ref()).ok_or_else(
-        || {
-            PassError::node(
-                PASS,
-                &name,
-                "weights do not split evenly into output channels",
-            )
-        },
-    )?;
+    let fixed_scales = fixed.and_then(|f| file_scales(f, &dot.kind, m));
+    let factors = hessian
+        .filter(|_| fixed_scales.is_none())
+        .and_then(|h| gptq_factors(h, layout, m, w.len()));
+    let from = LayerFrom {
+        s_in,
+        zp_in,
+        xmax,
+        gptq: factors.as_ref(),
+        fixed: fixed_scales.as_deref(),
+    };
+    let q = quantize_layer(&w, &bias, layout, from).ok_or_else(|| {
+        PassError::node(
+            PASS,
+            &name,
+            "weights do not split evenly into output channels",
+        )
+    })?;
     drop(w);
     let bias_i32 = to_i32(&q.bias)
         .ok_or_else(|| PassError::node(PASS, &name, "quantized bias exceeds int32"))?;
@@ -154,7 +168,23 @@ pub fn quantize_dot(
     Ok(DotQuant {
         acc: q.acc,
         gptq_channels: q.gptq_channels,
+        weights_from_file: fixed_scales.is_some(),
     })
+}
+
+/// The file's weight scale of each of the `m` output channels, when its axis is the
+/// output channels of the dot's weight layout (per-tensor: the one scale for all).
+fn file_scales(f: &FixedWeights, kind: &DotKind, m: usize) -> Option<Vec<f32>> {
+    let out_axis = match kind {
+        DotKind::Conv(_) | DotKind::Inner => 0,
+        DotKind::Deconv(a) if a.group == 1 => 1,
+        DotKind::Deconv(_) => return None,
+    };
+    match f.axis {
+        None => Some(vec![*f.scales.first()?; m]),
+        Some(a) if a == out_axis && f.scales.len() == m => Some(f.scales.clone()),
+        Some(_) => None,
+    }
 }
 
 /// GPTQ's factors for a layer of `m` channels in `layout`, when its Hessian matches
@@ -213,8 +243,15 @@ pub fn bias_node(g: &mut Graph, owner: &str, bias: Vec<i32>, unit: Vec<f32>) -> 
     const_node(g, owner, "bias_q", vec![m], TensorData::I32(bias), quant)
 }
 
-/// Quantizes the SCALE node `id` in place: per-channel weight `w_q = +-127` (scale
-/// `|w|/127`), bias at `s_in * s_w`; the SIMD input is `(x_q - zp_in) * w_q + b_q`.
+/// Quantizes the SCALE node `id` in place: per-channel factor `w_q = +-127 * 2^k`
+/// (scale `|w| / (127 * 2^k)`), shift `b_q` at `s_in * s_w`; the SIMD input is
+/// `(x_q - zp_in) * w_q + b_q`. A SCALE without pooling multiplies by an int32
+/// channel entry (`IMUL`, docs/ISA.md), so `k` is as large as keeps
+/// `255 |w_q| + |b_q|` inside the 30-bit accumulator (at most 16): the shift then has
+/// `k` more bits than an int8 factor would leave it (with `k = 0`, `x + 3` after a
+/// value of scale 0.0616 was off by up to 0.01 output steps, which moved 1.6% of the
+/// PP-OCR classifier's first hard-swish codes). With pooling it runs as a depthwise
+/// CONV whose weights are int8 (`k = 0`).
 pub fn quantize_scale(g: &mut Graph, id: NodeId) -> Result<(), PassError> {
     let name = g.node(id).name.clone();
     let Op::Nna(NnaOp::Scale(mut sc)) = g.node(id).op.clone() else {
@@ -233,14 +270,29 @@ pub fn quantize_scale(g: &mut Graph, id: NodeId) -> Result<(), PassError> {
         .ok_or_else(|| PassError::node(PASS, &name, "shift is not constant"))?
         .to_f32_vec();
     let c = w.len();
+    let int32_factor = sc.pool.is_none();
     let scales: Vec<f32> = w
         .iter()
-        .map(|x| weight_scale(std::slice::from_ref(x)))
+        .zip(&b)
+        .map(|(x, &bias)| {
+            let s0 = weight_scale(std::slice::from_ref(x));
+            if !int32_factor {
+                return s0;
+            }
+            // Accumulator units per unit of the factor code: 255 * 127 for the
+            // product, |b| / (s_in * s0) for the shift.
+            let per = 255.0 * 127.0 + (f64::from(bias) / (f64::from(s_in) * f64::from(s0))).abs();
+            let k = (0..=16)
+                .rev()
+                .find(|&k| per * f64::from(1u32 << k) < f64::from((1u32 << 29) - 1))
+                .unwrap_or(0);
+            s0 / (1u32 << k) as f32
+        })
         .collect();
-    let wq: Vec<i8> = w
+    let wq: Vec<i32> = w
         .iter()
         .zip(&scales)
-        .map(|(&x, &s)| quantize_weight(x, s))
+        .map(|(&x, &s)| (f64::from(x) / f64::from(s)).round() as i32)
         .collect();
     let bq: Vec<i64> = (0..c)
         .map(|i| (f64::from(b[i]) / (f64::from(s_in) * f64::from(scales[i]))).round() as i64)
@@ -253,12 +305,17 @@ pub fn quantize_scale(g: &mut Graph, id: NodeId) -> Result<(), PassError> {
         .collect();
     let rq = requant::build(sc.epilogue.act.as_ref(), &unit, s_out, zp_out, out_t.dtype)
         .map_err(|e| PassError::node(PASS, &name, e))?;
+    let factors = if int32_factor {
+        TensorData::I32(wq)
+    } else {
+        TensorData::I8(wq.iter().map(|&q| q as i8).collect())
+    };
     let wv = const_node(
         g,
         &name,
         "scale_q",
         vec![c],
-        TensorData::I8(wq),
+        factors,
         Quant::PerChannel {
             axis: 0,
             scales: scales.clone(),

@@ -24,6 +24,7 @@ pub mod requant;
 pub mod weights;
 
 use crate::calib::Stats;
+use crate::fixed::FixedAct;
 use crate::{CalibMethod, PassCtx, PassError};
 use acc_bound::AccReport;
 use nnac_ir::{Graph, NnaOp, NodeId, Op, Quant, Requant, Value};
@@ -48,13 +49,88 @@ pub struct LayerQuant {
     pub gptq_channels: Option<usize>,
 }
 
+/// Where the quantization of a pre-quantized model came from (`None` in the report
+/// when the file fixes nothing).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct QuantSource {
+    /// Values (by original node name) quantized with the file's scale and zero point.
+    pub from_file: Vec<String>,
+    /// Values the file leaves float: calibrated.
+    pub calibrated: Vec<String>,
+    /// Dot layers whose int8 weight codes and per-channel scales are the file's.
+    pub weights_from_file: Vec<String>,
+    /// Dot layers whose weights nnac quantized itself (float or asymmetric in the
+    /// file, or the file's axis is not the output channels).
+    pub weights_calibrated: Vec<String>,
+    /// Weight codes of -128 in the file, stored as -127 (the NNA's weights are
+    /// symmetric): one step of error on each.
+    pub clamped_weights: usize,
+    /// Values whose group (a concatenation, a view) the file gives several
+    /// quantizations: every member takes the last one in data-flow order.
+    pub merged: Vec<String>,
+}
+
+impl QuantSource {
+    /// One line for the compile summary: what the file fixed, what was calibrated.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "pre-quantized model: {} value(s) and {} weight set(s) quantized as the file \
+             says; calibrated: {} value(s){}, {} weight set(s)",
+            self.from_file.len(),
+            self.weights_from_file.len(),
+            self.calibrated.len(),
+            if self.calibrated.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", abbreviated(&self.calibrated))
+            },
+            self.weights_calibrated.len()
+        );
+        if self.clamped_weights > 0 {
+            s += &format!(
+                "; {} weight code(s) -128 stored as -127",
+                self.clamped_weights
+            );
+        }
+        if !self.merged.is_empty() {
+            s += &format!(
+                "; shared buffers take one of several file quantizations: {}",
+                abbreviated(&self.merged)
+            );
+        }
+        s
+    }
+}
+
+/// The first names of a list, then how many more.
+fn abbreviated(names: &[String]) -> String {
+    const SHOW: usize = 6;
+    let mut s = names
+        .iter()
+        .take(SHOW)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOW {
+        s += &format!(", ... {} more", names.len() - SHOW);
+    }
+    s
+}
+
+/// What [`quantize`] returns.
+pub struct Quantized {
+    pub layers: Vec<LayerQuant>,
+    /// `Some` when the model file fixed any quantization.
+    pub source: Option<QuantSource>,
+}
+
 pub fn quantize(
     g: &mut Graph,
     ctx: &PassCtx,
     stats: &BTreeMap<String, Stats>,
     method: CalibMethod,
     percentile: f32,
-) -> Result<Vec<LayerQuant>, PassError> {
+) -> Result<Quantized, PassError> {
     let order = g
         .topo_order()
         .map_err(|e| PassError::node("quantize", &e.node, e.msg))?;
@@ -65,20 +141,38 @@ pub fn quantize(
         .collect();
     let groups = share_groups(g, &values);
     let symmetric = symmetric_roots(g, &values, &groups);
+    let mut source = QuantSource::default();
+    let mut fixed: BTreeMap<NodeId, FixedAct> = BTreeMap::new();
+    for &n in &values {
+        if let Some(f) = fixed_act(g, ctx, n) {
+            let root = groups[&n];
+            if fixed.get(&root).is_some_and(|old| old != f) {
+                source.merged.push(g.node(n).name.clone());
+            }
+            fixed.insert(root, f.clone());
+        }
+    }
     let mut ranges: BTreeMap<NodeId, (f32, f32)> = BTreeMap::new();
     for &n in &values {
         let node = g.node(n);
-        let key = match node.op {
-            Op::Nna(NnaOp::Dot(_) | NnaOp::Scale(_) | NnaOp::Eltwise(_)) => {
-                ctx.simd_name(&node.name)
-            }
-            _ => node.name.as_str(),
-        };
+        let key = stats_key(ctx, n, g);
+        if fixed.contains_key(&groups[&n]) {
+            source.from_file.push(key.to_string());
+            continue;
+        }
+        source.calibrated.push(key.to_string());
         let st = stats.get(key).ok_or_else(|| {
             PassError::node(
                 "quantize",
                 &node.name,
-                format!("no calibration statistics for '{key}'"),
+                if ctx.fixed.is_empty() {
+                    format!("no calibration statistics for '{key}'")
+                } else {
+                    format!(
+                        "the model file does not quantize '{key}' and there are no \
+                         calibration statistics for it (give --calib frames)"
+                    )
+                },
             )
         })?;
         // A graph input is never clipped: its range is fixed by the preprocessing, not
@@ -93,8 +187,13 @@ pub fn quantize(
     }
     for &n in &values {
         let root = groups[&n];
-        let (lo, hi) = ranges[&root];
-        let (dtype, q) = params::act_quant(lo, hi, symmetric.contains(&root));
+        let (dtype, q) = match fixed.get(&root) {
+            Some(f) => (f.dtype, f.quant()),
+            None => {
+                let (lo, hi) = ranges[&root];
+                params::act_quant(lo, hi, symmetric.contains(&root))
+            }
+        };
         let t = &mut g.node_mut(n).outputs[0];
         t.dtype = dtype;
         t.quant = Some(q);
@@ -105,7 +204,17 @@ pub fn quantize(
             Op::Nna(NnaOp::Dot(_)) => {
                 let xmax = input_code_max(g, g.node_inputs(n)[0]);
                 let hessian = stats.get(&g.node(n).name).and_then(|s| s.hessian.as_ref());
-                Some(dot::quantize_dot(g, n, xmax, hessian)?)
+                let wname = g.node(g.node_inputs(n)[1].node).name.clone();
+                let fw = ctx.fixed.weights.get(&wname);
+                let d = dot::quantize_dot(g, n, xmax, hessian, fw)?;
+                let name = g.node(n).name.clone();
+                if d.weights_from_file {
+                    source.weights_from_file.push(name);
+                    source.clamped_weights += fw.map_or(0, |f| f.clamped);
+                } else {
+                    source.weights_calibrated.push(name);
+                }
+                Some(d)
             }
             Op::Nna(NnaOp::Scale(_)) => {
                 dot::quantize_scale(g, n)?;
@@ -120,7 +229,28 @@ pub fn quantize(
         layers.push(layer_info(g, n, dq));
     }
     g.remove_dead();
-    Ok(layers)
+    Ok(Quantized {
+        layers,
+        source: (!ctx.fixed.is_empty()).then_some(source),
+    })
+}
+
+/// The original node whose calibration statistics stand for value `n`.
+fn stats_key<'a>(ctx: &'a PassCtx, n: NodeId, g: &'a Graph) -> &'a str {
+    let node = g.node(n);
+    match node.op {
+        Op::Nna(NnaOp::Dot(_) | NnaOp::Scale(_) | NnaOp::Eltwise(_)) => ctx.simd_name(&node.name),
+        _ => node.name.as_str(),
+    }
+}
+
+/// The quantization the model file gives value `n`: that of the last original node
+/// a fused op absorbed (after its pooling), else of its SIMD output, else its own.
+fn fixed_act<'a>(g: &Graph, ctx: &'a PassCtx, n: NodeId) -> Option<&'a FixedAct> {
+    let name = g.node(n).name.as_str();
+    [ctx.out_name(name), ctx.simd_name(name), name]
+        .into_iter()
+        .find_map(|k| ctx.fixed.acts.get(k))
 }
 
 /// Union-find roots: values that must share one quantization.

@@ -27,6 +27,20 @@ pub struct QWeights {
     pub gptq_channels: usize,
 }
 
+/// What one layer's weights are quantized from besides the weights and bias.
+#[derive(Clone, Copy)]
+pub struct LayerFrom<'a> {
+    /// Input scale and zero point.
+    pub s_in: f32,
+    pub zp_in: i32,
+    /// Largest input code magnitude (the accumulator bound).
+    pub xmax: i64,
+    /// GPTQ's factors (else weights round to nearest).
+    pub gptq: Option<&'a GptqFactors>,
+    /// Per-channel scales fixed by a pre-quantized model (else `max|w| / 127`).
+    pub fixed: Option<&'a [f32]>,
+}
+
 /// The quantization-independent inputs every channel shares.
 #[derive(Clone, Copy)]
 struct LayerIn {
@@ -51,19 +65,29 @@ const MAX_ROUNDS: usize = 16;
 /// Quantizes `w` per output channel (`layout`, `bias.len()` channels) and the bias at
 /// `s_in * s_w`, then enforces the accumulator bound by coarsening the scale of any
 /// channel that could overflow. Weights are rounded to nearest, or by GPTQ with
-/// `gptq`'s factors. `None` if the weights do not split evenly into the channels.
+/// `gptq`'s factors, at the `fixed` scales when given (the bound may still coarsen
+/// a channel: reported as rescaled). `None` if the weights do not split evenly into
+/// the channels (or the fixed scales do not match them).
 pub fn quantize_layer(
     w: &[f32],
     bias: &[f32],
     layout: WeightChannels,
-    s_in: f32,
-    zp_in: i32,
-    xmax: i64,
-    gptq: Option<&GptqFactors>,
+    from: LayerFrom<'_>,
 ) -> Option<QWeights> {
     let m = bias.len();
     let blocks = layout.channel_major(w, m)?;
     let len = w.len().checked_div(m).unwrap_or(0);
+    let LayerFrom {
+        s_in,
+        zp_in,
+        xmax,
+        gptq,
+        fixed,
+    } = from;
+    if fixed.is_some_and(|f| f.len() != m) {
+        return None;
+    }
+    let scale_of = |c: usize, wc: &[f32]| fixed.map_or_else(|| weight_scale(wc), |f| f[c]);
     let li = LayerIn { s_in, zp_in, xmax };
     let mut wq = vec![0i8; w.len()];
     let factor_of = |c: usize| -> Option<&[f64]> {
@@ -77,7 +101,8 @@ pub fn quantize_layer(
     };
     let chans: Vec<ChannelQ> = if len == 0 {
         bias.iter()
-            .map(|&b| quantize_channel(&[], &mut [], b, li, None))
+            .enumerate()
+            .map(|(c, &b)| quantize_channel(&[], &mut [], b, li, scale_of(c, &[]), None))
             .collect()
     } else {
         blocks
@@ -86,8 +111,8 @@ pub fn quantize_layer(
             .zip(bias.par_iter())
             .enumerate()
             .map(|(c, ((wc, qc), &b))| match factor_of(c) {
-                Some(u) => quantize_channel(wc, qc, b, li, Some(u)),
-                None => quantize_channel_fast(wc, qc, b, li),
+                Some(u) => quantize_channel(wc, qc, b, li, scale_of(c, wc), Some(u)),
+                None => quantize_channel_fast(wc, qc, b, li, scale_of(c, wc)),
             })
             .collect()
     };
@@ -110,36 +135,38 @@ pub fn quantize_layer(
 
 /// [`quantize_channel`], compiled with AVX2 when the CPU has it (wider vectors for the
 /// same IEEE operations: the same results).
-fn quantize_channel_fast(w: &[f32], q: &mut [i8], bias: f32, li: LayerIn) -> ChannelQ {
+fn quantize_channel_fast(w: &[f32], q: &mut [i8], bias: f32, li: LayerIn, scale: f32) -> ChannelQ {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx2")]
-        fn with_avx2(w: &[f32], q: &mut [i8], bias: f32, li: LayerIn) -> ChannelQ {
-            quantize_channel(w, q, bias, li, None)
+        fn with_avx2(w: &[f32], q: &mut [i8], bias: f32, li: LayerIn, scale: f32) -> ChannelQ {
+            quantize_channel(w, q, bias, li, scale, None)
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above).
-            return unsafe { with_avx2(w, q, bias, li) };
+            return unsafe { with_avx2(w, q, bias, li, scale) };
         }
     }
-    quantize_channel(w, q, bias, li, None)
+    quantize_channel(w, q, bias, li, scale, None)
 }
 
-/// Quantizes one channel's weights `w` into `q` (to nearest, or by GPTQ with the
-/// factor `gptq` of its group); returns its scale, bias and bounds.
+/// Quantizes one channel's weights `w` into `q` at `scale` (to nearest, or by GPTQ
+/// with the factor `gptq` of its group); returns its scale (coarsened if the
+/// accumulator bound needs it), bias and bounds.
 #[inline(always)]
 fn quantize_channel(
     w: &[f32],
     q: &mut [i8],
     bias: f32,
     li: LayerIn,
+    scale: f32,
     gptq: Option<&[f64]>,
 ) -> ChannelQ {
     let round = |scale: f32, q: &mut [i8]| match gptq {
         Some(u) => round_channel(w, u, scale, q),
         None => quantize_weights_into(w, scale, q),
     };
-    let mut scale = weight_scale(w);
+    let mut scale = scale;
     round(scale, q);
     let mut qb = qbias(q, bias, scale, li);
     let bound_before = channel_bound(q, qb, li.xmax);
@@ -183,14 +210,18 @@ mod tests {
         // Channel 0's bound (321 * 1.5e6) holds; channel 1's (508 * 1.5e6 > 2^29) must
         // shrink.
         let w = [0.01, -0.021, 0.03, 0.04, 1.0, 1.0, 1.0, 1.0];
+        let from = |s_in, xmax| LayerFrom {
+            s_in,
+            zp_in: 0,
+            xmax,
+            gptq: None,
+            fixed: None,
+        };
         let q = quantize_layer(
             &w,
             &[0.0, 0.0],
             WeightChannels::Blocks { len: 4 },
-            0.1,
-            0,
-            1_500_000,
-            None,
+            from(0.1, 1_500_000),
         )
         .unwrap();
         assert_eq!(q.wq[..4], [32, -67, 95, 127]);
@@ -201,10 +232,7 @@ mod tests {
             &w,
             &[0.0; 3],
             WeightChannels::Strided { n: 3 },
-            1.0,
-            0,
-            1,
-            None
+            from(1.0, 1)
         )
         .is_none());
     }

@@ -7,9 +7,9 @@ use crate::onnx::limits::attr_size;
 use crate::onnx::padding::{auto_pad, pads_attr, resolve_pads, spatial_attr, AutoPad};
 use nnac_ir::{ConvAttrs, ConvTransposeAttrs, Op, Value};
 
-/// Input and weight shapes of a convolution, checked for rank.
-fn conv_shapes(ctx: &Ctx, cx: &NodeCx) -> NResult<(Vec<usize>, Vec<usize>)> {
-    let (xs, ws) = (ctx.shape(cx, 0)?, ctx.shape(cx, 1)?);
+/// Input and weight shapes of a convolution (inputs `x` and `w`), checked for rank.
+fn conv_shapes(ctx: &Ctx, cx: &NodeCx, x: usize, w: usize) -> NResult<(Vec<usize>, Vec<usize>)> {
+    let (xs, ws) = (ctx.shape(cx, x)?, ctx.shape(cx, w)?);
     if xs.len() < 3 {
         return Err(invalid(format!(
             "input shape {xs:?} needs rank >= 3 (N, C, spatial...)"
@@ -52,21 +52,27 @@ fn operands(ctx: &mut Ctx, cx: &NodeCx) -> NResult<Vec<Value>> {
 }
 
 pub fn conv(ctx: &mut Ctx, cx: &NodeCx) -> NResult<Vec<Out>> {
-    let (xs, ws) = conv_shapes(ctx, cx)?;
+    let attrs = conv_attrs(ctx, cx, 0, 1)?;
+    let ins = operands(ctx, cx)?;
+    one(ctx.add(cx, "", Op::Conv(attrs), &ins)?)
+}
+
+/// The convolution attributes of the node whose input and weights are inputs `x`
+/// and `w` (Conv, and the quantized convolutions).
+pub fn conv_attrs(ctx: &Ctx, cx: &NodeCx, x: usize, w: usize) -> NResult<ConvAttrs> {
+    let (xs, ws) = conv_shapes(ctx, cx, x, w)?;
     let n = xs.len() - 2;
     let kernel = kernel(cx, &ws[2..])?;
     let strides = spatial_attr(cx, "strides", n, 1, 1)?;
     let dilations = spatial_attr(cx, "dilations", n, 1, 1)?;
     let pads = resolve_pads(cx, &xs[2..], &kernel, &strides, &dilations)?;
-    let attrs = ConvAttrs {
+    Ok(ConvAttrs {
         kernel,
         strides,
         pads,
         dilations,
         group: group(cx)?,
-    };
-    let ins = operands(ctx, cx)?;
-    one(ctx.add(cx, "", Op::Conv(attrs), &ins)?)
+    })
 }
 
 /// Pads (begins then ends) and output padding that give the requested output size:
@@ -105,7 +111,7 @@ fn pads_for_output(
 }
 
 pub fn conv_transpose(ctx: &mut Ctx, cx: &NodeCx) -> NResult<Vec<Out>> {
-    let (xs, ws) = conv_shapes(ctx, cx)?;
+    let (xs, ws) = conv_shapes(ctx, cx, 0, 1)?;
     let n = xs.len() - 2;
     let input = &xs[2..];
     if input.contains(&0) {

@@ -10,6 +10,7 @@ pub mod linear;
 pub mod misc;
 pub mod norm;
 pub mod pool;
+pub mod quant;
 pub mod resize;
 pub mod shape;
 
