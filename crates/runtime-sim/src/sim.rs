@@ -2,12 +2,12 @@
 
 use crate::engine::{Engine, Schedule};
 use crate::error::SimError;
-use crate::footprint::{footprint, Footprint};
+use crate::footprint::{footprint, Footprint, Intervals};
 use crate::host::{self, Prepared};
 use crate::io::{dram_extent, read_output, write_input};
 use crate::memory::{Dram, Memory};
 use crate::stats::RunStats;
-use nnac_isa::{HwConfig, IoDesc, IoDir, IoDtype, Program};
+use nnac_isa::{HwConfig, Instr, IoDesc, IoDir, IoDtype, Program};
 
 /// Largest DRAM window the simulator allocates.
 const MAX_DRAM_BYTES: u64 = 1 << 30;
@@ -212,7 +212,31 @@ impl<'p> Simulator<'p> {
             engine,
             first_body,
             prologue,
+            frames: 0,
+            stable: None,
         })
+    }
+
+    /// Whether each instruction's prepared form ([`crate::exec::dot::DotPrep`]) stays
+    /// valid from one frame to the next: a body instruction whose parameter bytes
+    /// (weights, bias, channel table) no body instruction writes. Those bytes were
+    /// written by the prologue or nothing, so every frame reads the same values.
+    /// `ranges(j)` gives instruction `j`'s parameter ranges (`None`: nothing to keep).
+    fn stable_preps(&self, ranges: impl Fn(usize) -> Option<Vec<(u64, u64)>>) -> Vec<bool> {
+        let body = self.program.body_start();
+        let writes = Intervals::from_ranges(
+            self.footprints[body..]
+                .iter()
+                .flat_map(|f| f.sram_writes.ranges().iter().copied())
+                .collect(),
+        );
+        (0..self.program.instrs.len())
+            .map(|j| {
+                j >= body
+                    && ranges(j)
+                        .is_some_and(|r| writes.first_overlap(&Intervals::from_ranges(r)).is_none())
+            })
+            .collect()
     }
 }
 
@@ -223,12 +247,43 @@ pub struct Session<'s, 'p> {
     first_body: usize,
     /// What the prologue did (once per load; empty without a prologue).
     pub prologue: RunStats,
+    /// Frames run so far.
+    frames: u64,
+    /// [`Simulator::stable_preps`], computed before the second frame.
+    stable: Option<Vec<bool>>,
 }
 
 impl Session<'_, '_> {
+    /// Empties the prepared instructions of the last frame that the next one may not
+    /// reuse (their parameter bytes may change within a frame).
+    fn drop_stale_preps(&mut self) {
+        let instrs = &self.sim.program.instrs;
+        let preps = &mut self.engine.preps;
+        let stable = self.stable.get_or_insert_with(|| {
+            self.sim.stable_preps(|j| {
+                let p = preps[j].as_ref()?;
+                match &instrs[j] {
+                    Instr::Conv(d) | Instr::Deconv(d) | Instr::InnerProduct(d) => {
+                        Some(p.param_ranges(d))
+                    }
+                    _ => None,
+                }
+            })
+        });
+        for (slot, &keep) in preps.iter_mut().zip(stable.iter()) {
+            if !keep {
+                *slot = None;
+            }
+        }
+    }
+
     /// Runs the body on one frame's inputs; the statistics are this frame's.
     pub fn run(&mut self, inputs: &[(String, Vec<u8>)]) -> Result<RunResult, SimError> {
         let sim = self.sim;
+        if self.frames > 0 {
+            self.drop_stale_preps();
+        }
+        self.frames += 1;
         sim.load_inputs(inputs, &mut self.engine.dram)?;
         self.engine.stats = RunStats::default();
         let host_ops = &sim.host_ops;
