@@ -90,9 +90,12 @@ pub struct Engine<'a> {
     pub dram: Dram,
     pub sram: Memory,
     pub stats: RunStats,
-    /// Prepared dot-product instructions, by instruction index (see
-    /// [`exec::Prep::Keep`]); the owner empties the slots that may be stale.
+    /// Prepared dot-product instructions kept between executions, by instruction
+    /// index (see [`exec::Prep::Keep`]), for the instructions `keep` marks; the
+    /// others are prepared afresh each time. Whoever sets `keep` guarantees that a
+    /// marked instruction's parameter bytes never change.
     pub preps: Vec<Option<DotPrep>>,
+    pub keep: Vec<bool>,
 }
 
 fn queue_of(i: &Instr) -> Option<usize> {
@@ -134,6 +137,7 @@ impl<'a> Engine<'a> {
             sram,
             stats: RunStats::default(),
             preps: std::iter::repeat_with(|| None).take(instrs.len()).collect(),
+            keep: Vec::new(),
         }
     }
 
@@ -305,7 +309,10 @@ impl<'a> Engine<'a> {
             .in_flight()
             .expect("complete only in-flight instructions");
         let at = iref(self.instrs, j);
-        let prep = Prep::Keep(&mut self.preps[j]);
+        let prep = match self.keep.get(j) {
+            Some(true) => Prep::Keep(&mut self.preps[j]),
+            _ => Prep::Fresh,
+        };
         let st = exec::execute(
             &self.instrs[j],
             self.hw,

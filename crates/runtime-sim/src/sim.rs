@@ -2,6 +2,7 @@
 
 use crate::engine::{Engine, Schedule};
 use crate::error::SimError;
+use crate::exec::dot::param_ranges;
 use crate::footprint::{footprint, Footprint, Intervals};
 use crate::host::{self, Prepared};
 use crate::io::{dram_extent, read_output, write_input};
@@ -230,16 +231,15 @@ impl<'p> Simulator<'p> {
             first_body,
             prologue,
             frames: 0,
-            stable: None,
         })
     }
 
     /// Whether each instruction's prepared form ([`crate::exec::dot::DotPrep`]) stays
-    /// valid from one frame to the next: a body instruction whose parameter bytes
-    /// (weights, bias, channel table) no body instruction writes. Those bytes were
-    /// written by the prologue or nothing, so every frame reads the same values.
-    /// `ranges(j)` gives instruction `j`'s parameter ranges (`None`: nothing to keep).
-    fn stable_preps(&self, ranges: impl Fn(usize) -> Option<Vec<(u64, u64)>>) -> Vec<bool> {
+    /// valid from one frame to the next: a body dot-product instruction whose
+    /// parameter bytes (weights, bias, channel table) no body instruction writes.
+    /// Those bytes were written by the prologue or nothing, so every frame reads the
+    /// same values.
+    fn stable_preps(&self) -> Vec<bool> {
         let body = self.program.body_start();
         let writes = Intervals::from_ranges(
             self.footprints[body..]
@@ -247,11 +247,15 @@ impl<'p> Simulator<'p> {
                 .flat_map(|f| f.sram_writes.ranges().iter().copied())
                 .collect(),
         );
-        (0..self.program.instrs.len())
-            .map(|j| {
-                j >= body
-                    && ranges(j)
-                        .is_some_and(|r| writes.first_overlap(&Intervals::from_ranges(r)).is_none())
+        let mac_cols = self.program.meta.hw.mac_cols;
+        let instrs = &self.program.instrs;
+        (0..instrs.len())
+            .map(|j| match &instrs[j] {
+                Instr::Conv(d) | Instr::Deconv(d) | Instr::InnerProduct(d) if j >= body => {
+                    let params = Intervals::from_ranges(param_ranges(d, mac_cols));
+                    writes.first_overlap(&params).is_none()
+                }
+                _ => false,
             })
             .collect()
     }
@@ -266,39 +270,16 @@ pub struct Session<'s, 'p> {
     pub prologue: RunStats,
     /// Frames run so far.
     frames: u64,
-    /// [`Simulator::stable_preps`], computed before the second frame.
-    stable: Option<Vec<bool>>,
 }
 
 impl Session<'_, '_> {
-    /// Empties the prepared instructions of the last frame that the next one may not
-    /// reuse (their parameter bytes may change within a frame).
-    fn drop_stale_preps(&mut self) {
-        let instrs = &self.sim.program.instrs;
-        let preps = &mut self.engine.preps;
-        let stable = self.stable.get_or_insert_with(|| {
-            self.sim.stable_preps(|j| {
-                let p = preps[j].as_ref()?;
-                match &instrs[j] {
-                    Instr::Conv(d) | Instr::Deconv(d) | Instr::InnerProduct(d) => {
-                        Some(p.param_ranges(d))
-                    }
-                    _ => None,
-                }
-            })
-        });
-        for (slot, &keep) in preps.iter_mut().zip(stable.iter()) {
-            if !keep {
-                *slot = None;
-            }
-        }
-    }
-
     /// Runs the body on one frame's inputs; the statistics are this frame's.
     pub fn run(&mut self, inputs: &[(String, Vec<u8>)]) -> Result<RunResult, SimError> {
         let sim = self.sim;
-        if self.frames > 0 {
-            self.drop_stale_preps();
+        // From the second frame on, the instructions whose parameters every frame
+        // shares are prepared once and kept (a one-frame run keeps nothing).
+        if self.frames == 1 {
+            self.engine.keep = sim.stable_preps();
         }
         self.frames += 1;
         sim.load_inputs(inputs, &mut self.engine.dram)?;

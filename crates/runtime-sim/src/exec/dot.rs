@@ -18,6 +18,7 @@
 //! instruction writes (`sim.rs`).
 
 use super::dot_geom::{DotGeom, DotKind};
+use super::gather::gather_bytes;
 use super::gemm::{dot_exact, fits_i32, gemm, padded_len, PairWeights};
 use super::postproc::{ChannelTable, Post};
 use super::quad::{self, QuadWeights};
@@ -62,19 +63,6 @@ fn widen_strided(dst: &mut [i16], src: &Strided<'_>, signed: bool) {
         for (o, &b) in dst.iter_mut().zip(src.iter()) {
             *o = i16::from(b);
         }
-    }
-}
-
-/// Patch bytes ([`quad::patch_byte`]) of consecutive channels.
-#[inline]
-fn fill_bytes(dst: &mut [u8], src: &Strided<'_>, signed: bool) {
-    let x = quad::patch_byte(0, signed);
-    match src.contiguous() {
-        Some(b) => dst.iter_mut().zip(b).for_each(|(o, &v)| *o = v ^ x),
-        None => dst
-            .iter_mut()
-            .zip(src.iter())
-            .for_each(|(o, &v)| *o = v ^ x),
     }
 }
 
@@ -170,22 +158,29 @@ impl DotPrep {
             table,
         })
     }
+}
 
-    /// SRAM byte ranges `[lo, hi)` the preparation reads: weights, bias, channel table.
-    pub fn param_ranges(&self, d: &DotProduct) -> Vec<(u64, u64)> {
-        let at = |addr: u32, len: u64| (u64::from(addr), u64::from(addr) + len);
-        let mut v = vec![at(d.w_addr, self.geom.weight_bytes())];
-        if d.bias_en {
-            v.push(at(d.bias_addr, 4 * self.geom.oc_count));
-        }
-        if nnac_isa::simd::exec::uses_chan_params(&d.simd) {
-            v.push(at(
-                d.chan_addr,
-                nnac_isa::ChanParams::SIZE as u64 * self.geom.oc_count,
-            ));
-        }
-        v
+/// SRAM byte ranges `[lo, hi)` a [`DotPrep`] of `d` reads: weights, bias, channel
+/// table (`mac_cols` as in the hardware configuration).
+pub fn param_ranges(d: &DotProduct, mac_cols: u32) -> Vec<(u64, u64)> {
+    let at = |addr: u32, len: u64| (u64::from(addr), u64::from(addr) + len);
+    let oc_count = u64::from(d.oc_count);
+    if oc_count == 0 {
+        return Vec::new();
     }
+    let k = u64::from(d.in_c / d.groups.max(1)) * u64::from(d.kernel_h) * u64::from(d.kernel_w);
+    let w = super::weights::block_bytes(k, d.oc_start.into(), oc_count, mac_cols.into());
+    let mut v = vec![at(d.w_addr, w)];
+    if d.bias_en {
+        v.push(at(d.bias_addr, 4 * oc_count));
+    }
+    if nnac_isa::simd::exec::uses_chan_params(&d.simd) {
+        v.push(at(
+            d.chan_addr,
+            nnac_isa::ChanParams::SIZE as u64 * oc_count,
+        ));
+    }
+    v
 }
 
 /// Per-thread scratch buffers of the block computation (reused across blocks and
@@ -233,8 +228,8 @@ fn block_dots(
                     let signed = d.in_signed;
                     let pad = quad::patch_byte(d.in_zero as u8, signed);
                     let patch = sized(&mut s.bytes, n * wt.kpad);
-                    let fill = |seg: &mut [u8], src: &Strided<'_>| fill_bytes(seg, src, signed);
-                    gather_patch(g, sram, pixels.clone(), group, wt.kpad, pad, fill, patch)?;
+                    let xor = quad::patch_byte(0, signed);
+                    gather_bytes(g, sram, pixels.clone(), group, wt.kpad, pad, xor, patch)?;
                     let dots = sized(&mut s.dots, n * oc_count);
                     quad::gemm(
                         patch,

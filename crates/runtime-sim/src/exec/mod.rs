@@ -3,6 +3,7 @@
 pub mod dma;
 pub mod dot;
 pub mod dot_geom;
+pub mod gather;
 pub mod gemm;
 pub mod pool;
 pub mod postproc;

@@ -92,15 +92,30 @@ pub fn quad_weights(g: &DotGeom, bytes: &[u8], kpad: usize) -> QuadWeights {
     let mut w = QuadWeights::zeroed(g.oc_count as usize, kpad);
     let sram_term = |kk: usize| (kk % icpg) * taps + kk / icpg;
     let mut sums = vec![0i32; g.oc_count as usize];
+    let zeros = vec![0u8; g.mac_cols as usize];
     for run in weight_runs(g) {
-        let sums = &mut sums[run.c0..run.c0 + run.n];
+        let (c0, n) = (run.c0, run.n);
+        // The run's weights of term kk (zero past K).
+        let term = |kk: usize| match kk < k {
+            true => {
+                let t = run.off + sram_term(kk) * run.cols;
+                &bytes[t..t + n]
+            }
+            false => &zeros[..n],
+        };
         for k4 in 0..kpad / 4 {
-            let row = &mut w.data[k4 * w.ld + run.c0..k4 * w.ld + run.c0 + run.n];
-            for j in 0..4.min(k.saturating_sub(4 * k4)) {
-                let t = run.off + sram_term(4 * k4 + j) * run.cols;
-                let src = &bytes[t..t + run.n];
-                for ((d, &b), s) in row.iter_mut().zip(src).zip(sums.iter_mut()) {
-                    *d |= u32::from(b) << (8 * j);
+            let q = [
+                term(4 * k4),
+                term(4 * k4 + 1),
+                term(4 * k4 + 2),
+                term(4 * k4 + 3),
+            ];
+            let row = &mut w.data[k4 * w.ld + c0..k4 * w.ld + c0 + n];
+            for (c, d) in row.iter_mut().enumerate() {
+                *d = u32::from_le_bytes([q[0][c], q[1][c], q[2][c], q[3][c]]);
+            }
+            for t in q {
+                for (s, &b) in sums[c0..c0 + n].iter_mut().zip(t) {
                     *s += i32::from(b as i8);
                 }
             }
