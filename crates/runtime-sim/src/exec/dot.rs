@@ -296,6 +296,9 @@ fn block_dots(
     })
 }
 
+/// Multiply-accumulates below which an instruction's blocks run on one thread.
+const PAR_MIN_MACS: u64 = 1 << 20;
+
 /// Pixels per parallel task: the tile split evenly over the threads (so a one-slice
 /// tile still uses every thread), at most `mac_rows`, a multiple of 8 (the VNNI
 /// kernel's pixel block) when larger than 8.
@@ -335,35 +338,46 @@ pub fn execute_prepared(
     let block = pixels_per_task(g.pix.count, u64::from(hw.mac_rows));
     let starts: Vec<u64> = (g.pix.start..g.pix.end()).step_by(block as usize).collect();
     let sram_ro: &Memory = sram;
-    let results: Vec<(Vec<u8>, ExecStats)> = starts
-        .par_iter()
-        .map(|&s| {
-            let pixels = s..(s + block).min(g.pix.end());
-            let n = (pixels.end - pixels.start) as usize;
-            let mut acc = vec![0i64; n * oc_count];
-            block_dots(prep, d, sram_ro, pixels.clone(), &mut acc)?;
-            let mut out = vec![0u8; n * oc_count];
-            let mut st = ExecStats::default();
-            let mut wrapped = vec![0i32; oc_count];
-            for (p, (orow, arow)) in out
-                .chunks_exact_mut(oc_count)
-                .zip(acc.chunks_exact(oc_count))
-                .enumerate()
-            {
-                if super::wrap_row(arow, &table.bias, hw.acc_bits, &mut wrapped) {
-                    for (c, (&a, &b)) in arow.iter().zip(&table.bias).enumerate() {
-                        if super::wrap(a + b, hw.acc_bits).1 {
-                            st.note_overflow(pixels.start + p as u64, g.oc_start + c as u64);
-                        }
+    let run_block = |&s: &u64| {
+        let pixels = s..(s + block).min(g.pix.end());
+        let n = (pixels.end - pixels.start) as usize;
+        let mut acc = vec![0i64; n * oc_count];
+        block_dots(prep, d, sram_ro, pixels.clone(), &mut acc)?;
+        let mut out = vec![0u8; n * oc_count];
+        let mut st = ExecStats::default();
+        let mut wrapped = vec![0i32; oc_count];
+        for (p, (orow, arow)) in out
+            .chunks_exact_mut(oc_count)
+            .zip(acc.chunks_exact(oc_count))
+            .enumerate()
+        {
+            if super::wrap_row(arow, &table.bias, hw.acc_bits, &mut wrapped) {
+                for (c, (&a, &b)) in arow.iter().zip(&table.bias).enumerate() {
+                    if super::wrap(a + b, hw.acc_bits).1 {
+                        st.note_overflow(pixels.start + p as u64, g.oc_start + c as u64);
                     }
                 }
-                post.apply_row(&wrapped, 0, orow);
             }
-            Ok((out, st))
-        })
-        .collect::<Result<_, String>>()?;
+            post.apply_row(&wrapped, 0, orow);
+        }
+        Ok((out, st))
+    };
+    let macs = g.pix.count * g.oc_count * g.k_terms();
+    // A small instruction runs its blocks on this thread: waking the pool would cost
+    // more than the work. The blocks and their order are the same either way.
+    let results: Vec<(Vec<u8>, ExecStats)> = if macs < PAR_MIN_MACS {
+        starts
+            .iter()
+            .map(run_block)
+            .collect::<Result<_, String>>()?
+    } else {
+        starts
+            .par_iter()
+            .map(run_block)
+            .collect::<Result<_, String>>()?
+    };
     let mut stats = ExecStats {
-        macs: g.pix.count * g.oc_count * g.k_terms(),
+        macs,
         ..ExecStats::default()
     };
     let mut prepool = Vec::with_capacity((g.pix.count as usize) * oc_count);
