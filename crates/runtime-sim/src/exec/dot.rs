@@ -17,6 +17,7 @@
 //! which a session keeps across frames for instructions whose parameters no body
 //! instruction writes (`sim.rs`).
 
+use super::depthwise;
 use super::dot_geom::{DotGeom, DotKind};
 use super::gather::gather_bytes;
 use super::gemm::{dot_exact, fits_i32, gemm, padded_len, PairWeights};
@@ -141,7 +142,10 @@ impl DotPrep {
         let k = g.k_terms() as usize;
         let w_bytes = sram.slice(u64::from(d.w_addr), g.weight_bytes())?;
         let exact_i32 = fits_i32(k as u64, max_code(d.in_signed), max_code(d.w_signed));
-        let weights = if exact_i32 && d.w_signed && quad::available() {
+        // The byte kernel computes at least 16 channels of a group at a time: narrow
+        // groups (depthwise convolutions) stay on the pair kernel's 16-channel blocks
+        // and per-pixel gather.
+        let weights = if exact_i32 && d.w_signed && g.ocpg >= 8 && quad::available() {
             TileWeights::Quad(quad::quad_weights(&g, w_bytes, quad::padded_len(k)))
         } else {
             let wt = pair_weights(&g, w_bytes, d.w_signed, padded_len(k));
@@ -221,6 +225,11 @@ fn block_dots(
     );
     SCRATCH.with(|s| {
         let s = &mut *s.borrow_mut();
+        if let (TileWeights::Pair(wt) | TileWeights::Exact(wt), true) =
+            (&p.weights, depthwise::is_depthwise(g))
+        {
+            return depthwise::block(g, d, sram, wt, pixels.clone(), acc);
+        }
         for group in gfirst..=glast {
             let cs = group_channels(g, group);
             match &p.weights {

@@ -180,35 +180,34 @@ mod avx512 {
     use super::{QuadWeights, COLS_BLOCK};
     use std::arch::x86_64::*;
 
-    /// `R` pixels x 48 channels: per term quad, the pixel's four bytes are broadcast
-    /// and multiplied with the 16-channel quad vectors.
+    /// `R` pixels x `16 * W` channels: per term quad, the pixel's four bytes are
+    /// broadcast and multiplied with the 16-channel quad vectors.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    unsafe fn block<const R: usize>(
+    unsafe fn block<const R: usize, const W: usize>(
         a: *const u8,
         kpad: usize,
         w: *const u32,
         ld: usize,
-    ) -> [[__m512i; 3]; R] {
-        let mut acc = [[_mm512_setzero_si512(); 3]; R];
+    ) -> [[__m512i; W]; R] {
+        let mut acc = [[_mm512_setzero_si512(); W]; R];
         for k4 in 0..kpad / 4 {
             let wp = w.add(k4 * ld);
-            let w0 = _mm512_loadu_si512(wp as *const __m512i);
-            let w1 = _mm512_loadu_si512(wp.add(16) as *const __m512i);
-            let w2 = _mm512_loadu_si512(wp.add(32) as *const __m512i);
+            let wv: [__m512i; W] =
+                std::array::from_fn(|i| _mm512_loadu_si512(wp.add(16 * i) as *const __m512i));
             for (r, acc) in acc.iter_mut().enumerate() {
                 let quad = (a.add(r * kpad + 4 * k4) as *const i32).read_unaligned();
                 let x = _mm512_set1_epi32(quad);
-                acc[0] = _mm512_dpbusd_epi32(acc[0], x, w0);
-                acc[1] = _mm512_dpbusd_epi32(acc[1], x, w1);
-                acc[2] = _mm512_dpbusd_epi32(acc[2], x, w2);
+                for (acc, &wv) in acc.iter_mut().zip(&wv) {
+                    *acc = _mm512_dpbusd_epi32(*acc, x, wv);
+                }
             }
         }
         acc
     }
 
     #[target_feature(enable = "avx512f")]
-    unsafe fn store<const R: usize>(
-        acc: &[[__m512i; 3]; R],
+    unsafe fn store<const R: usize, const W: usize>(
+        acc: &[[__m512i; W]; R],
         out: &mut [i32],
         at: usize,
         ldo: usize,
@@ -220,6 +219,37 @@ mod avx512 {
                 _mm512_storeu_si512(buf.as_mut_ptr().add(16 * i) as *mut __m512i, vi);
             }
             out[at + r * ldo..at + r * ldo + n].copy_from_slice(&buf[..n]);
+        }
+    }
+
+    /// One column block of `n <= 16 * W` channels over all rows.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn columns<const W: usize>(
+        a: &[u8],
+        rows: usize,
+        kpad: usize,
+        wp: *const u32,
+        ld: usize,
+        out: &mut [i32],
+        (cb, n): (usize, usize),
+        ldo: usize,
+    ) {
+        let mut r = 0;
+        while r + 8 <= rows {
+            let acc = block::<8, W>(a.as_ptr().add(r * kpad), kpad, wp, ld);
+            store(&acc, out, r * ldo + cb, ldo, n);
+            r += 8;
+        }
+        while r + 2 <= rows {
+            let acc = block::<2, W>(a.as_ptr().add(r * kpad), kpad, wp, ld);
+            store(&acc, out, r * ldo + cb, ldo, n);
+            r += 2;
+        }
+        while r < rows {
+            let acc = block::<1, W>(a.as_ptr().add(r * kpad), kpad, wp, ld);
+            store(&acc, out, r * ldo + cb, ldo, n);
+            r += 1;
         }
     }
 
@@ -237,21 +267,11 @@ mod avx512 {
         for cb in (0..cols).step_by(COLS_BLOCK) {
             let wp = w.data.as_ptr().add(c0 + cb);
             let n = COLS_BLOCK.min(cols - cb);
-            let mut r = 0;
-            while r + 8 <= rows {
-                let acc = block::<8>(a.as_ptr().add(r * kpad), kpad, wp, w.ld);
-                store(&acc, out, r * ldo + cb, ldo, n);
-                r += 8;
-            }
-            while r + 2 <= rows {
-                let acc = block::<2>(a.as_ptr().add(r * kpad), kpad, wp, w.ld);
-                store(&acc, out, r * ldo + cb, ldo, n);
-                r += 2;
-            }
-            while r < rows {
-                let acc = block::<1>(a.as_ptr().add(r * kpad), kpad, wp, w.ld);
-                store(&acc, out, r * ldo + cb, ldo, n);
-                r += 1;
+            // As few 16-channel registers as the block needs (a narrow group).
+            match n.div_ceil(16) {
+                1 => columns::<1>(a, rows, kpad, wp, w.ld, out, (cb, n), ldo),
+                2 => columns::<2>(a, rows, kpad, wp, w.ld, out, (cb, n), ldo),
+                _ => columns::<3>(a, rows, kpad, wp, w.ld, out, (cb, n), ldo),
             }
         }
     }
