@@ -232,72 +232,46 @@ fn block_dots(
         }
         for group in gfirst..=glast {
             let cs = group_channels(g, group);
-            match &p.weights {
+            let signed = d.in_signed;
+            let dots = sized(&mut s.dots, n * oc_count);
+            // What each channel's sum takes back out (a biased int8 patch).
+            let unbias: Option<&[i32]> = match &p.weights {
                 TileWeights::Quad(wt) => {
-                    let signed = d.in_signed;
                     let pad = quad::patch_byte(d.in_zero as u8, signed);
-                    let patch = sized(&mut s.bytes, n * wt.kpad);
                     let xor = quad::patch_byte(0, signed);
+                    let patch = sized(&mut s.bytes, n * wt.kpad);
                     gather_bytes(g, sram, pixels.clone(), group, wt.kpad, pad, xor, patch)?;
-                    let dots = sized(&mut s.dots, n * oc_count);
-                    quad::gemm(
-                        patch,
-                        n,
-                        wt,
-                        cs.start,
-                        cs.len(),
-                        &mut dots[cs.start..],
-                        oc_count,
-                    );
-                    let unbias = |c: usize| if signed { wt.colsum[c] } else { 0 };
-                    for q in 0..n {
-                        for c in cs.clone() {
-                            let i = q * oc_count + c;
-                            acc[i] = i64::from(dots[i].wrapping_sub(unbias(c)));
-                        }
-                    }
+                    let out = &mut dots[cs.start..];
+                    quad::gemm(patch, n, wt, cs.start, cs.len(), out, oc_count);
+                    signed.then_some(&wt.colsum[..])
                 }
                 TileWeights::Pair(wt) | TileWeights::Exact(wt) => {
-                    let signed = d.in_signed;
                     let patch = sized(&mut s.words, n * wt.kpad);
                     let fill = |seg: &mut [i16], src: &Strided<'_>| match src.contiguous() {
                         Some(b) => widen(seg, b, signed),
                         None => widen_strided(seg, src, signed),
                     };
-                    gather_patch(
-                        g,
-                        sram,
-                        pixels.clone(),
-                        group,
-                        wt.kpad,
-                        d.in_zero,
-                        fill,
-                        patch,
-                    )?;
-                    if let TileWeights::Pair(_) = p.weights {
-                        let dots = sized(&mut s.dots, n * oc_count);
-                        gemm(
-                            patch,
-                            n,
-                            wt,
-                            cs.start,
-                            cs.len(),
-                            &mut dots[cs.start..],
-                            oc_count,
-                        );
-                        for q in 0..n {
-                            for c in cs.clone() {
-                                acc[q * oc_count + c] = i64::from(dots[q * oc_count + c]);
-                            }
-                        }
-                    } else {
+                    let zero = d.in_zero;
+                    gather_patch(g, sram, pixels.clone(), group, wt.kpad, zero, fill, patch)?;
+                    if let TileWeights::Exact(_) = p.weights {
                         for q in 0..n {
                             let a = &patch[q * wt.kpad..(q + 1) * wt.kpad];
                             for c in cs.clone() {
                                 acc[q * oc_count + c] = dot_exact(a, wt, c);
                             }
                         }
+                        continue;
                     }
+                    let out = &mut dots[cs.start..];
+                    gemm(patch, n, wt, cs.start, cs.len(), out, oc_count);
+                    None
+                }
+            };
+            for q in 0..n {
+                for c in cs.clone() {
+                    let i = q * oc_count + c;
+                    let back = unbias.map_or(0, |u| u[c]);
+                    acc[i] = i64::from(dots[i].wrapping_sub(back));
                 }
             }
         }

@@ -167,9 +167,9 @@ mod tests {
         }
         let orig = a;
         transpose8(&mut a);
-        for r in 0..8 {
-            for j in 0..8 {
-                assert_eq!(a[r].to_le_bytes()[j], orig[j].to_le_bytes()[r]);
+        for (r, w) in a.iter().enumerate() {
+            for (j, o) in orig.iter().enumerate() {
+                assert_eq!(w.to_le_bytes()[j], o.to_le_bytes()[r]);
             }
         }
     }

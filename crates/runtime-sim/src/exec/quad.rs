@@ -154,7 +154,7 @@ pub fn gemm(
     gemm_portable(a, rows, w, c0, cols, out, ldo);
 }
 
-/// [`gemm`] in plain Rust.
+/// [`gemm`] in plain Rust ([`super::gemm::portable`]).
 pub fn gemm_portable(
     a: &[u8],
     rows: usize,
@@ -164,15 +164,8 @@ pub fn gemm_portable(
     out: &mut [i32],
     ldo: usize,
 ) {
-    let kpad = w.kpad;
-    for r in 0..rows {
-        let ar = &a[r * kpad..(r + 1) * kpad];
-        for j in 0..cols {
-            out[r * ldo + j] = ar.iter().enumerate().fold(0i32, |s, (kk, &x)| {
-                s.wrapping_add(i32::from(x) * i32::from(w.at(kk, c0 + j)))
-            });
-        }
-    }
+    let at = |kk: usize, c: usize| i32::from(w.at(kk, c));
+    super::gemm::portable((a, w.kpad), rows, at, c0..c0 + cols, out, ldo);
 }
 
 #[cfg(target_arch = "x86_64")]
