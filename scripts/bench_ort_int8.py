@@ -13,8 +13,9 @@ intra-op threads (default 2) after one warm-up run. The quantized
 model is cached in DIR (default: next to this script under .cache/bench) by the
 model's size and modification time.
 
-Prints one JSON line: {"median_ms": ..., "best_ms": ..., "runs": N, "threads": T,
-"model": "..."}. Exit status: 0 ok, 1 bad arguments, 2 ONNX Runtime failure.
+Prints one JSON line: {"median_ms": ..., "best_ms": ..., "cpu_ms": ..., "runs": N,
+"threads": T, "model": "..."} (cpu_ms: this process's CPU time per timed run, all
+threads). Exit status: 0 ok, 1 bad arguments, 2 ONNX Runtime failure.
 """
 
 from __future__ import annotations
@@ -106,10 +107,12 @@ def main() -> int:
         feed = {sess.get_inputs()[0].name: frame}
         sess.run(None, feed)  # warm-up
         times = []
+        cpu0 = time.process_time()
         for _ in range(args.runs):
             t = time.perf_counter()
             sess.run(None, feed)
             times.append((time.perf_counter() - t) * 1e3)
+        cpu_ms = (time.process_time() - cpu0) * 1e3 / args.runs
     except Exception as e:  # ONNX Runtime raises many exception types
         print(f"bench_ort_int8: error: {e}", file=sys.stderr)
         return 2
@@ -118,6 +121,7 @@ def main() -> int:
             {
                 "median_ms": statistics.median(times),
                 "best_ms": min(times),
+                "cpu_ms": cpu_ms,
                 "runs": args.runs,
                 "threads": args.threads,
                 "model": str(qmodel),

@@ -16,7 +16,8 @@
 //! under every schedule, not only under the one that happens to overlap the two.
 
 use crate::error::{state_text, Hazard, HazardKind, InstrRef, SimError};
-use crate::exec::{self, ExecStats};
+use crate::exec::dot::DotPrep;
+use crate::exec::{self, ExecStats, Prep};
 use crate::footprint::Footprint;
 use crate::memory::{Dram, Memory};
 use crate::rng::SplitMix64;
@@ -89,6 +90,12 @@ pub struct Engine<'a> {
     pub dram: Dram,
     pub sram: Memory,
     pub stats: RunStats,
+    /// Prepared dot-product instructions kept between executions, by instruction
+    /// index (see [`exec::Prep::Keep`]), for the instructions `keep` marks; the
+    /// others are prepared afresh each time. Whoever sets `keep` guarantees that a
+    /// marked instruction's parameter bytes never change.
+    pub preps: Vec<Option<DotPrep>>,
+    pub keep: Vec<bool>,
 }
 
 fn queue_of(i: &Instr) -> Option<usize> {
@@ -129,6 +136,8 @@ impl<'a> Engine<'a> {
             dram,
             sram,
             stats: RunStats::default(),
+            preps: std::iter::repeat_with(|| None).take(instrs.len()).collect(),
+            keep: Vec::new(),
         }
     }
 
@@ -300,8 +309,18 @@ impl<'a> Engine<'a> {
             .in_flight()
             .expect("complete only in-flight instructions");
         let at = iref(self.instrs, j);
-        let st = exec::execute(&self.instrs[j], self.hw, &mut self.dram, &mut self.sram)
-            .map_err(|m| SimError::Instr { at, message: m })?;
+        let prep = match self.keep.get(j) {
+            Some(true) => Prep::Keep(&mut self.preps[j]),
+            _ => Prep::Fresh,
+        };
+        let st = exec::execute(
+            &self.instrs[j],
+            self.hw,
+            &mut self.dram,
+            &mut self.sram,
+            prep,
+        )
+        .map_err(|m| SimError::Instr { at, message: m })?;
         self.record(j, &st);
         self.apply_flags(j)?;
         self.queues[q].completed += 1;

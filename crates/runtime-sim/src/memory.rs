@@ -81,8 +81,8 @@ pub struct Dram {
 }
 
 impl Dram {
-    /// Segments covering `spans` (`[lo, hi)` ranges), zero-filled.
-    pub fn covering(mut spans: Vec<(u64, u64)>) -> Dram {
+    /// The segments covering `spans`: sorted, merged where they touch or overlap.
+    pub fn layout(mut spans: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
         spans.retain(|s| s.0 < s.1);
         spans.sort_unstable();
         let mut merged: Vec<(u64, u64)> = Vec::new();
@@ -92,10 +92,15 @@ impl Dram {
                 _ => merged.push((lo, hi)),
             }
         }
+        merged
+    }
+
+    /// Zero-filled segments of a [`Dram::layout`].
+    pub fn zeroed(layout: &[(u64, u64)]) -> Dram {
         Dram {
-            segs: merged
-                .into_iter()
-                .map(|(lo, hi)| Memory::zeroed("DRAM", lo, (hi - lo) as usize))
+            segs: layout
+                .iter()
+                .map(|&(lo, hi)| Memory::zeroed("DRAM", lo, (hi - lo) as usize))
                 .collect(),
         }
     }

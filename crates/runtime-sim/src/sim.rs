@@ -2,12 +2,14 @@
 
 use crate::engine::{Engine, Schedule};
 use crate::error::SimError;
-use crate::footprint::{footprint, Footprint};
+use crate::exec::dot::param_ranges;
+use crate::footprint::{footprint, Footprint, Intervals};
 use crate::host::{self, Prepared};
 use crate::io::{dram_extent, read_output, write_input};
 use crate::memory::{Dram, Memory};
 use crate::stats::RunStats;
-use nnac_isa::{HwConfig, IoDesc, IoDir, IoDtype, Program};
+use nnac_isa::{HwConfig, Instr, IoDesc, IoDir, IoDtype, Program};
+use rayon::prelude::*;
 
 /// Largest DRAM window the simulator allocates.
 const MAX_DRAM_BYTES: u64 = 1 << 30;
@@ -45,7 +47,8 @@ pub struct RunResult {
 pub struct Simulator<'p> {
     program: &'p Program,
     footprints: Vec<Footprint>,
-    dram: Dram,
+    /// The DRAM segments; each session starts from a fresh copy of the image.
+    dram_layout: Vec<(u64, u64)>,
     schedule: Schedule,
     /// Host ops, op text parsed, in execution order.
     host_ops: Vec<Prepared<'p>>,
@@ -95,8 +98,12 @@ fn check_structure(program: &Program) -> Result<(), SimError> {
     Ok(())
 }
 
-/// The program's DRAM: the image, every I/O tensor and every host-op tensor.
-fn dram_of(program: &Program, host_spans: Vec<(u64, u64)>) -> Result<Dram, SimError> {
+/// The segments of the program's DRAM (see [`Dram::layout`]): the image, every I/O
+/// tensor and every host-op tensor; checked against [`MAX_DRAM_BYTES`].
+fn dram_layout(
+    program: &Program,
+    host_spans: Vec<(u64, u64)>,
+) -> Result<Vec<(u64, u64)>, SimError> {
     let img = &program.dram;
     let mut spans: Vec<(u64, u64)> = program.io.iter().filter_map(dram_extent).collect();
     if let Some(d) = program
@@ -111,13 +118,20 @@ fn dram_of(program: &Program, host_spans: Vec<(u64, u64)>) -> Result<Dram, SimEr
     }
     spans.push((img.base, img.base + img.bytes.len() as u64));
     spans.extend(host_spans);
-    let mut dram = Dram::covering(spans);
-    if dram.len() > MAX_DRAM_BYTES {
+    let layout = Dram::layout(spans);
+    let len: u64 = layout.iter().map(|&(lo, hi)| hi - lo).sum();
+    if len > MAX_DRAM_BYTES {
         return Err(SimError::Program(format!(
-            "DRAM image, I/O and host-op tensors need {} bytes, more than {MAX_DRAM_BYTES}",
-            dram.len()
+            "DRAM image, I/O and host-op tensors need {len} bytes, more than {MAX_DRAM_BYTES}"
         )));
     }
+    Ok(layout)
+}
+
+/// A fresh DRAM of `layout` holding the program's image.
+fn dram_of(program: &Program, layout: &[(u64, u64)]) -> Result<Dram, SimError> {
+    let img = &program.dram;
+    let mut dram = Dram::zeroed(layout);
     if !img.bytes.is_empty() {
         dram.slice_mut(img.base, img.bytes.len() as u64)
             .map_err(SimError::Program)?
@@ -133,17 +147,21 @@ impl<'p> Simulator<'p> {
         check_hw(program, &opts.hw)?;
         check_structure(program)?;
         let hw = &program.meta.hw;
+        // In parallel (a large program has thousands of instructions); the first error
+        // in program order is reported, as a sequential pass would.
         let footprints = program
             .instrs
-            .iter()
+            .par_iter()
             .enumerate()
             .map(|(i, ins)| footprint(ins, hw).map_err(|m| SimError::instr(i, ins.mnemonic(), m)))
+            .collect::<Vec<_>>()
+            .into_iter()
             .collect::<Result<Vec<_>, _>>()?;
         let host_ops = host::prepare(program)?;
         Ok(Simulator {
             program,
             footprints,
-            dram: dram_of(program, host::spans(&host_ops))?,
+            dram_layout: dram_layout(program, host::spans(&host_ops))?,
             schedule: opts.schedule,
             host_ops,
         })
@@ -200,7 +218,7 @@ impl<'p> Simulator<'p> {
             &self.program.instrs,
             &self.footprints,
             hw,
-            self.dram.clone(),
+            dram_of(self.program, &self.dram_layout)?,
             sram,
         );
         let first_body = self.program.prologue_segments();
@@ -212,7 +230,34 @@ impl<'p> Simulator<'p> {
             engine,
             first_body,
             prologue,
+            frames: 0,
         })
+    }
+
+    /// Whether each instruction's prepared form ([`crate::exec::dot::DotPrep`]) stays
+    /// valid from one frame to the next: a body dot-product instruction whose
+    /// parameter bytes (weights, bias, channel table) no body instruction writes.
+    /// Those bytes were written by the prologue or nothing, so every frame reads the
+    /// same values.
+    fn stable_preps(&self) -> Vec<bool> {
+        let body = self.program.body_start();
+        let writes = Intervals::from_ranges(
+            self.footprints[body..]
+                .iter()
+                .flat_map(|f| f.sram_writes.ranges().iter().copied())
+                .collect(),
+        );
+        let mac_cols = self.program.meta.hw.mac_cols;
+        let instrs = &self.program.instrs;
+        (0..instrs.len())
+            .map(|j| match &instrs[j] {
+                Instr::Conv(d) | Instr::Deconv(d) | Instr::InnerProduct(d) if j >= body => {
+                    let params = Intervals::from_ranges(param_ranges(d, mac_cols));
+                    writes.first_overlap(&params).is_none()
+                }
+                _ => false,
+            })
+            .collect()
     }
 }
 
@@ -223,12 +268,20 @@ pub struct Session<'s, 'p> {
     first_body: usize,
     /// What the prologue did (once per load; empty without a prologue).
     pub prologue: RunStats,
+    /// Frames run so far.
+    frames: u64,
 }
 
 impl Session<'_, '_> {
     /// Runs the body on one frame's inputs; the statistics are this frame's.
     pub fn run(&mut self, inputs: &[(String, Vec<u8>)]) -> Result<RunResult, SimError> {
         let sim = self.sim;
+        // From the second frame on, the instructions whose parameters every frame
+        // shares are prepared once and kept (a one-frame run keeps nothing).
+        if self.frames == 1 {
+            self.engine.keep = sim.stable_preps();
+        }
+        self.frames += 1;
         sim.load_inputs(inputs, &mut self.engine.dram)?;
         self.engine.stats = RunStats::default();
         let host_ops = &sim.host_ops;

@@ -148,6 +148,31 @@ fn sram_persists_so_a_body_overwriting_the_weights_breaks_frame_two() {
 }
 
 #[test]
+fn weights_the_body_rewrites_are_read_afresh_every_frame() {
+    // A session keeps the converted weights of a dot product only while no body
+    // instruction writes them. Here the body loads each frame's input bytes over the
+    // weights after the convolution, so frame k computes with frame k-1's input as
+    // its weights, exactly, on every frame (also those after the second, when the
+    // session keeps what it may).
+    let clobber = read(X_DRAM, BUF_W, 64, f());
+    let p = resident(vec![clobber]);
+    let opts = RunOptions::default();
+    let sim = Simulator::new(&p, &opts).unwrap();
+    let mut session = sim.session().unwrap();
+    let f: Vec<_> = (0..5)
+        .map(|k| vec![("x".to_string(), Lcg(200 + k).bytes(128))])
+        .collect();
+    for k in 0..f.len() {
+        let mut s = streaming();
+        if k > 0 {
+            s.dram.bytes = f[k - 1][0].1[..64].to_vec();
+        }
+        let want = run(&s, &f[k], &opts).unwrap().outputs;
+        assert_eq!(session.run(&f[k]).unwrap().outputs, want, "frame {k}");
+    }
+}
+
+#[test]
 fn timing_reports_the_body_per_frame_and_the_prologue_apart() {
     let p = resident(vec![]);
     let prof = analyze(&p, None).unwrap();

@@ -80,7 +80,11 @@ impl Grid {
         let row_extent = (g.pixels - 1) * g.pix_pitch + g.len;
         let contiguous = g.pixels == 1 || g.pix_pitch == g.len;
         let per_row = if contiguous { 1 } else { g.pixels };
-        if g.rows.saturating_mul(per_row) <= MAX_RANGES as u64 {
+        if contiguous && g.row_pitch == row_extent {
+            // Rows that follow each other without a gap: one range (the same bytes
+            // as the rows' ranges, which the interval set would merge anyway).
+            out.push((g.base, g.base + g.rows * g.row_pitch));
+        } else if g.rows.saturating_mul(per_row) <= MAX_RANGES as u64 {
             for a in 0..g.rows {
                 let row = g.base + a * g.row_pitch;
                 if contiguous {

@@ -12,7 +12,9 @@ impl Intervals {
     /// The union of `ranges` (empty ranges are dropped), coarsened to [`MAX_RANGES`].
     pub fn from_ranges(mut ranges: Vec<(u64, u64)>) -> Intervals {
         ranges.retain(|&(lo, hi)| lo < hi);
-        ranges.sort_unstable();
+        // Stable sort: footprints arrive as a few already sorted runs (one per tensor),
+        // which it merges in near-linear time; equal ranges are indistinguishable.
+        ranges.sort();
         let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
         for (lo, hi) in ranges {
             match out.last_mut() {

@@ -7,11 +7,22 @@
 //! convolution group the input patch of every pixel is gathered once into a contiguous
 //! i16 row (padding and DECONV holes read the input zero point), the weights of the
 //! tile are converted once into interleaved i16 term pairs in the same term order, and
-//! an i16 x i16 -> i32 dot-product kernel does the arithmetic.
+//! an i16 x i16 -> i32 dot-product kernel does the arithmetic. On CPUs with AVX-512
+//! VNNI, signed weights whose exact sums fit in i32 take the byte path instead: patch
+//! bytes (biased to unsigned for int8 inputs) and weights as quads of terms
+//! ([`super::quad`]), 64 products per instruction.
+//!
+//! Everything that depends only on the instruction and its parameters in SRAM (the
+//! geometry, the converted weights, the bias and channel tables) is a [`DotPrep`],
+//! which a session keeps across frames for instructions whose parameters no body
+//! instruction writes (`sim.rs`).
 
+use super::depthwise;
 use super::dot_geom::{DotGeom, DotKind};
+use super::gather::gather_bytes;
 use super::gemm::{dot_exact, fits_i32, gemm, padded_len, PairWeights};
 use super::postproc::{ChannelTable, Post};
+use super::quad::{self, QuadWeights};
 use super::tensor::Strided;
 use super::weights::pair_weights;
 use super::ExecStats;
@@ -46,29 +57,32 @@ pub fn widen(dst: &mut [i16], src: &[u8], signed: bool) {
 #[inline]
 fn widen_strided(dst: &mut [i16], src: &Strided<'_>, signed: bool) {
     if signed {
-        for (i, o) in dst.iter_mut().enumerate() {
-            *o = i16::from(src.get(i) as i8);
+        for (o, &b) in dst.iter_mut().zip(src.iter()) {
+            *o = i16::from(b as i8);
         }
     } else {
-        for (i, o) in dst.iter_mut().enumerate() {
-            *o = i16::from(src.get(i));
+        for (o, &b) in dst.iter_mut().zip(src.iter()) {
+            *o = i16::from(b);
         }
     }
 }
 
 /// Gathers the patch rows of `pixels` for convolution group `group` into `dst`
-/// (`pixels.len()` rows of `kpad`), in term order (ky, kx, ic).
-fn gather_patch(
+/// (`pixels.len()` rows of `kpad`), in term order (ky, kx, ic): `fill` converts the
+/// channels of one input pixel, `pad` is the value of a position outside the input
+/// (the input zero point); terms past K are 0.
+#[allow(clippy::too_many_arguments)]
+fn gather_patch<T: Copy + Default>(
     g: &DotGeom,
-    d: &DotProduct,
     sram: &Memory,
     pixels: std::ops::Range<u64>,
     group: u64,
     kpad: usize,
-    dst: &mut [i16],
+    pad: T,
+    fill: impl Fn(&mut [T], &Strided<'_>),
+    dst: &mut [T],
 ) -> Result<(), String> {
     let icpg = g.icpg as usize;
-    let zero = d.in_zero;
     let c0 = group * g.icpg;
     for (row, p) in dst.chunks_exact_mut(kpad).zip(pixels) {
         let (oy, ox) = g.pix.yx(p);
@@ -78,19 +92,13 @@ fn gather_patch(
             for kx in 0..g.kw {
                 let seg = &mut row[t..t + icpg];
                 match (iy, g.in_col(ox, kx)) {
-                    (Some(iy), Some(ix)) => {
-                        let src = g.input.chans(sram, (iy, ix), c0, g.icpg)?;
-                        match src.contiguous() {
-                            Some(b) => widen(seg, b, d.in_signed),
-                            None => widen_strided(seg, &src, d.in_signed),
-                        }
-                    }
-                    _ => seg.fill(zero),
+                    (Some(iy), Some(ix)) => fill(seg, &g.input.chans(sram, (iy, ix), c0, g.icpg)?),
+                    _ => seg.fill(pad),
                 }
                 t += icpg;
             }
         }
-        row[t..].fill(0);
+        row[t..].fill(T::default());
     }
     Ok(())
 }
@@ -102,66 +110,188 @@ fn group_channels(g: &DotGeom, group: u64) -> std::ops::Range<usize> {
     lo as usize..hi as usize
 }
 
+/// The tile's weights in the form its kernel multiplies.
+#[derive(Debug, Clone)]
+pub enum TileWeights {
+    /// Byte patches on the VNNI kernel (signed weights, exact sums within i32).
+    Quad(QuadWeights),
+    /// i16 patches on the pair kernel (exact sums within i32).
+    Pair(PairWeights),
+    /// i16 patches, exact i64 sums.
+    Exact(PairWeights),
+}
+
+/// Everything a dot-product instruction needs besides its input activations: the
+/// checked geometry, the weights converted for the kernel, bias and channel tables.
+/// It depends only on the instruction and on the SRAM bytes of its parameters.
+pub struct DotPrep {
+    pub geom: DotGeom,
+    pub weights: TileWeights,
+    pub table: ChannelTable,
+}
+
+impl DotPrep {
+    /// Checks the instruction and reads its parameters from SRAM.
+    pub fn new(
+        d: &DotProduct,
+        kind: DotKind,
+        hw: &HwConfig,
+        sram: &Memory,
+    ) -> Result<DotPrep, String> {
+        let g = DotGeom::new(d, kind, hw)?;
+        let k = g.k_terms() as usize;
+        let w_bytes = sram.slice(u64::from(d.w_addr), g.weight_bytes())?;
+        let exact_i32 = fits_i32(k as u64, max_code(d.in_signed), max_code(d.w_signed));
+        // The byte kernel computes at least 16 channels of a group at a time: narrow
+        // groups (depthwise convolutions) stay on the pair kernel's 16-channel blocks
+        // and per-pixel gather.
+        let weights = if exact_i32 && d.w_signed && g.ocpg >= 8 && quad::available() {
+            TileWeights::Quad(quad::quad_weights(&g, w_bytes, quad::padded_len(k)))
+        } else {
+            let wt = pair_weights(&g, w_bytes, d.w_signed, padded_len(k));
+            if exact_i32 {
+                TileWeights::Pair(wt)
+            } else {
+                TileWeights::Exact(wt)
+            }
+        };
+        let table = ChannelTable::read(sram, d, g.oc_count, &d.simd)?;
+        Ok(DotPrep {
+            geom: g,
+            weights,
+            table,
+        })
+    }
+}
+
+/// SRAM byte ranges `[lo, hi)` a [`DotPrep`] of `d` reads: weights, bias, channel
+/// table (`mac_cols` as in the hardware configuration).
+pub fn param_ranges(d: &DotProduct, mac_cols: u32) -> Vec<(u64, u64)> {
+    let at = |addr: u32, len: u64| (u64::from(addr), u64::from(addr) + len);
+    let oc_count = u64::from(d.oc_count);
+    if oc_count == 0 {
+        return Vec::new();
+    }
+    let k = u64::from(d.in_c / d.groups.max(1)) * u64::from(d.kernel_h) * u64::from(d.kernel_w);
+    let w = super::weights::block_bytes(k, d.oc_start.into(), oc_count, mac_cols.into());
+    let mut v = vec![at(d.w_addr, w)];
+    if d.bias_en {
+        v.push(at(d.bias_addr, 4 * oc_count));
+    }
+    if nnac_isa::simd::exec::uses_chan_params(&d.simd) {
+        v.push(at(
+            d.chan_addr,
+            nnac_isa::ChanParams::SIZE as u64 * oc_count,
+        ));
+    }
+    v
+}
+
+/// Per-thread scratch buffers of the block computation (reused across blocks and
+/// instructions, so the hot path allocates nothing).
+#[derive(Default)]
+struct Scratch {
+    bytes: Vec<u8>,
+    words: Vec<i16>,
+    dots: Vec<i32>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+/// Resizes `v` to `n` elements (contents unspecified) and returns it.
+fn sized<T: Copy + Default>(v: &mut Vec<T>, n: usize) -> &mut [T] {
+    if v.len() < n {
+        v.resize(n, T::default());
+    }
+    &mut v[..n]
+}
+
 /// Exact (i64) dot products of one block: `acc[p * oc_count + c]`.
-#[allow(clippy::too_many_arguments)]
 fn block_dots(
-    g: &DotGeom,
+    p: &DotPrep,
     d: &DotProduct,
     sram: &Memory,
-    wt: &PairWeights,
     pixels: std::ops::Range<u64>,
-    exact_i32: bool,
     acc: &mut [i64],
 ) -> Result<(), String> {
-    let kpad = wt.kpad;
+    let g = &p.geom;
     let n = (pixels.end - pixels.start) as usize;
     let oc_count = g.oc_count as usize;
-    let mut patch = vec![0i16; n * kpad];
-    let mut dots = vec![0i32; n * oc_count];
     let (gfirst, glast) = (
         g.group_of(g.oc_start),
         g.group_of(g.oc_start + g.oc_count - 1),
     );
-    for group in gfirst..=glast {
-        gather_patch(g, d, sram, pixels.clone(), group, kpad, &mut patch)?;
-        let cs = group_channels(g, group);
-        if exact_i32 {
-            gemm(
-                &patch,
-                n,
-                wt,
-                cs.start,
-                cs.len(),
-                &mut dots[cs.start..],
-                oc_count,
-            );
-            for p in 0..n {
-                for c in cs.clone() {
-                    acc[p * oc_count + c] = i64::from(dots[p * oc_count + c]);
+    SCRATCH.with(|s| {
+        let s = &mut *s.borrow_mut();
+        if let (TileWeights::Pair(wt) | TileWeights::Exact(wt), true) =
+            (&p.weights, depthwise::is_depthwise(g))
+        {
+            return depthwise::block(g, d, sram, wt, pixels.clone(), acc);
+        }
+        for group in gfirst..=glast {
+            let cs = group_channels(g, group);
+            let signed = d.in_signed;
+            let dots = sized(&mut s.dots, n * oc_count);
+            // What each channel's sum takes back out (a biased int8 patch).
+            let unbias: Option<&[i32]> = match &p.weights {
+                TileWeights::Quad(wt) => {
+                    let pad = quad::patch_byte(d.in_zero as u8, signed);
+                    let xor = quad::patch_byte(0, signed);
+                    let patch = sized(&mut s.bytes, n * wt.kpad);
+                    gather_bytes(g, sram, pixels.clone(), group, wt.kpad, pad, xor, patch)?;
+                    let out = &mut dots[cs.start..];
+                    quad::gemm(patch, n, wt, cs.start, cs.len(), out, oc_count);
+                    signed.then_some(&wt.colsum[..])
                 }
-            }
-        } else {
-            for p in 0..n {
-                let a = &patch[p * kpad..(p + 1) * kpad];
+                TileWeights::Pair(wt) | TileWeights::Exact(wt) => {
+                    let patch = sized(&mut s.words, n * wt.kpad);
+                    let fill = |seg: &mut [i16], src: &Strided<'_>| match src.contiguous() {
+                        Some(b) => widen(seg, b, signed),
+                        None => widen_strided(seg, src, signed),
+                    };
+                    let zero = d.in_zero;
+                    gather_patch(g, sram, pixels.clone(), group, wt.kpad, zero, fill, patch)?;
+                    if let TileWeights::Exact(_) = p.weights {
+                        for q in 0..n {
+                            let a = &patch[q * wt.kpad..(q + 1) * wt.kpad];
+                            for c in cs.clone() {
+                                acc[q * oc_count + c] = dot_exact(a, wt, c);
+                            }
+                        }
+                        continue;
+                    }
+                    let out = &mut dots[cs.start..];
+                    gemm(patch, n, wt, cs.start, cs.len(), out, oc_count);
+                    None
+                }
+            };
+            for q in 0..n {
                 for c in cs.clone() {
-                    acc[p * oc_count + c] = dot_exact(a, wt, c);
+                    let i = q * oc_count + c;
+                    let back = unbias.map_or(0, |u| u[c]);
+                    acc[i] = i64::from(dots[i].wrapping_sub(back));
                 }
             }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
+/// Multiply-accumulates below which an instruction's blocks run on one thread.
+const PAR_MIN_MACS: u64 = 1 << 20;
+
 /// Pixels per parallel task: the tile split evenly over the threads (so a one-slice
-/// tile still uses every thread), at most `mac_rows`, a multiple of 4 (the kernel's
-/// pixel block) when larger than 4.
+/// tile still uses every thread), at most `mac_rows`, a multiple of 8 (the VNNI
+/// kernel's pixel block) when larger than 8.
 fn pixels_per_task(count: u64, mac_rows: u64) -> u64 {
     let threads = rayon::current_num_threads().max(1) as u64;
     count
         .div_ceil(threads)
-        .div_ceil(4)
+        .div_ceil(8)
         .max(1)
-        .saturating_mul(4)
+        .saturating_mul(8)
         .min(mac_rows.max(1))
 }
 
@@ -172,47 +302,65 @@ pub fn execute(
     hw: &HwConfig,
     sram: &mut Memory,
 ) -> Result<ExecStats, String> {
-    let g = DotGeom::new(d, kind, hw)?;
-    let k = g.k_terms() as usize;
-    let kpad = padded_len(k);
-    let w_bytes = sram.slice(u64::from(d.w_addr), g.weight_bytes())?;
-    let wt = pair_weights(&g, w_bytes, d.w_signed, kpad);
-    let table = ChannelTable::read(sram, d, g.oc_count, &d.simd)?;
+    let prep = DotPrep::new(d, kind, hw, sram)?;
+    execute_prepared(&prep, d, hw, sram)
+}
+
+/// Runs one dot-product instruction whose [`DotPrep`] is at hand (made from this
+/// instruction and the SRAM's current parameter bytes).
+pub fn execute_prepared(
+    prep: &DotPrep,
+    d: &DotProduct,
+    hw: &HwConfig,
+    sram: &mut Memory,
+) -> Result<ExecStats, String> {
+    let g = &prep.geom;
+    let table = &prep.table;
     let post = Post::new(&d.simd, d.out_signed, &table.chan);
-    let exact_i32 = fits_i32(k as u64, max_code(d.in_signed), max_code(d.w_signed));
     let oc_count = g.oc_count as usize;
     let block = pixels_per_task(g.pix.count, u64::from(hw.mac_rows));
     let starts: Vec<u64> = (g.pix.start..g.pix.end()).step_by(block as usize).collect();
     let sram_ro: &Memory = sram;
-    let results: Vec<(Vec<u8>, ExecStats)> = starts
-        .par_iter()
-        .map(|&s| {
-            let pixels = s..(s + block).min(g.pix.end());
-            let n = (pixels.end - pixels.start) as usize;
-            let mut acc = vec![0i64; n * oc_count];
-            block_dots(&g, d, sram_ro, &wt, pixels.clone(), exact_i32, &mut acc)?;
-            let mut out = vec![0u8; n * oc_count];
-            let mut st = ExecStats::default();
-            let mut wrapped = vec![0i32; oc_count];
-            for (p, (orow, arow)) in out
-                .chunks_exact_mut(oc_count)
-                .zip(acc.chunks_exact(oc_count))
-                .enumerate()
-            {
-                if super::wrap_row(arow, &table.bias, hw.acc_bits, &mut wrapped) {
-                    for (c, (&a, &b)) in arow.iter().zip(&table.bias).enumerate() {
-                        if super::wrap(a + b, hw.acc_bits).1 {
-                            st.note_overflow(pixels.start + p as u64, g.oc_start + c as u64);
-                        }
+    let run_block = |&s: &u64| {
+        let pixels = s..(s + block).min(g.pix.end());
+        let n = (pixels.end - pixels.start) as usize;
+        let mut acc = vec![0i64; n * oc_count];
+        block_dots(prep, d, sram_ro, pixels.clone(), &mut acc)?;
+        let mut out = vec![0u8; n * oc_count];
+        let mut st = ExecStats::default();
+        let mut wrapped = vec![0i32; oc_count];
+        for (p, (orow, arow)) in out
+            .chunks_exact_mut(oc_count)
+            .zip(acc.chunks_exact(oc_count))
+            .enumerate()
+        {
+            if super::wrap_row(arow, &table.bias, hw.acc_bits, &mut wrapped) {
+                for (c, (&a, &b)) in arow.iter().zip(&table.bias).enumerate() {
+                    if super::wrap(a + b, hw.acc_bits).1 {
+                        st.note_overflow(pixels.start + p as u64, g.oc_start + c as u64);
                     }
                 }
-                post.apply_row(&wrapped, 0, orow);
             }
-            Ok((out, st))
-        })
-        .collect::<Result<_, String>>()?;
+            post.apply_row(&wrapped, 0, orow);
+        }
+        Ok((out, st))
+    };
+    let macs = g.pix.count * g.oc_count * g.k_terms();
+    // A small instruction runs its blocks on this thread: waking the pool would cost
+    // more than the work. The blocks and their order are the same either way.
+    let results: Vec<(Vec<u8>, ExecStats)> = if macs < PAR_MIN_MACS {
+        starts
+            .iter()
+            .map(run_block)
+            .collect::<Result<_, String>>()?
+    } else {
+        starts
+            .par_iter()
+            .map(run_block)
+            .collect::<Result<_, String>>()?
+    };
     let mut stats = ExecStats {
-        macs: g.pix.count * g.oc_count * k as u64,
+        macs,
         ..ExecStats::default()
     };
     let mut prepool = Vec::with_capacity((g.pix.count as usize) * oc_count);
@@ -220,7 +368,7 @@ pub fn execute(
         prepool.extend_from_slice(&out);
         stats.merge(&st);
     }
-    store(&g, &prepool, sram)?;
+    store(g, &prepool, sram)?;
     Ok(stats)
 }
 

@@ -111,12 +111,26 @@ fn portable_gemm(
     out: &mut [i32],
     ldo: usize,
 ) {
-    let kpad = w.kpad;
+    let at = |kk: usize, c: usize| i32::from(w.at(kk, c));
+    portable((a, w.kpad), rows, at, c0..c0 + cols, out, ldo);
+}
+
+/// `out[r * ldo + j] = sum_kk a[r][kk] * w(kk, c0 + j)` (wrapping i32) for `r < rows`
+/// and the channels `c0 + j` of `chans`, with patch rows of `kpad` values: the plain
+/// Rust definition the vector kernels (this file's and [`super::quad`]'s) are held to.
+pub fn portable<A: Copy + Into<i32>>(
+    (a, kpad): (&[A], usize),
+    rows: usize,
+    w: impl Fn(usize, usize) -> i32,
+    chans: std::ops::Range<usize>,
+    out: &mut [i32],
+    ldo: usize,
+) {
     for r in 0..rows {
         let ar = &a[r * kpad..(r + 1) * kpad];
-        for j in 0..cols {
+        for (j, c) in chans.clone().enumerate() {
             out[r * ldo + j] = ar.iter().enumerate().fold(0i32, |s, (kk, &x)| {
-                s.wrapping_add(i32::from(x) * i32::from(w.at(kk, c0 + j)))
+                s.wrapping_add(x.into().wrapping_mul(w(kk, c)))
             });
         }
     }

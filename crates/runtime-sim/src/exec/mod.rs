@@ -1,11 +1,14 @@
 //! Execution of single instructions against the machine's memories.
 
+pub mod depthwise;
 pub mod dma;
 pub mod dot;
 pub mod dot_geom;
+pub mod gather;
 pub mod gemm;
 pub mod pool;
 pub mod postproc;
+pub mod quad;
 pub mod simd_ops;
 pub mod tensor;
 pub mod weights;
@@ -87,12 +90,41 @@ unsafe fn wrap_row_avx2(exact: &[i64], bias: &[i64], acc_bits: u32, out: &mut [i
     wrap_row_plain(exact, bias, acc_bits, out)
 }
 
+/// Where a dot-product instruction's [`dot::DotPrep`] is kept between executions.
+pub enum Prep<'c> {
+    /// Prepare it for this execution only.
+    Fresh,
+    /// Use the one in the slot, or prepare it and keep it there. The caller empties
+    /// the slot whenever the instruction's parameter bytes in SRAM may have changed.
+    Keep(&'c mut Option<dot::DotPrep>),
+}
+
+fn dot_instr(
+    d: &nnac_isa::DotProduct,
+    kind: DotKind,
+    hw: &HwConfig,
+    sram: &mut Memory,
+    prep: Prep<'_>,
+) -> Result<ExecStats, String> {
+    match prep {
+        Prep::Fresh => dot::execute(d, kind, hw, sram),
+        Prep::Keep(slot) => {
+            if slot.is_none() {
+                *slot = Some(dot::DotPrep::new(d, kind, hw, sram)?);
+            }
+            let p = slot.as_ref().expect("filled just above");
+            dot::execute_prepared(p, d, hw, sram)
+        }
+    }
+}
+
 /// Executes `instr` (not STOP) completely.
 pub fn execute(
     instr: &Instr,
     hw: &HwConfig,
     dram: &mut Dram,
     sram: &mut Memory,
+    prep: Prep<'_>,
 ) -> Result<ExecStats, String> {
     match instr {
         Instr::DmaRead(d) => Ok(ExecStats {
@@ -103,9 +135,9 @@ pub fn execute(
             dma_bytes: dma::execute(d, dma::Dir::Write, dram, sram)?,
             ..ExecStats::default()
         }),
-        Instr::Conv(d) => dot::execute(d, DotKind::Conv, hw, sram),
-        Instr::Deconv(d) => dot::execute(d, DotKind::Deconv, hw, sram),
-        Instr::InnerProduct(d) => dot::execute(d, DotKind::InnerProduct, hw, sram),
+        Instr::Conv(d) => dot_instr(d, DotKind::Conv, hw, sram, prep),
+        Instr::Deconv(d) => dot_instr(d, DotKind::Deconv, hw, sram, prep),
+        Instr::InnerProduct(d) => dot_instr(d, DotKind::InnerProduct, hw, sram, prep),
         Instr::Scale(s) => simd_ops::execute_scale(s, hw, sram),
         Instr::Eltwise(e) => simd_ops::execute_eltwise(e, hw, sram),
         Instr::Stop(_) => Ok(ExecStats::default()),

@@ -156,6 +156,27 @@ unsafe fn lanes_row_avx2(
     lanes_row(r, l, acc, c0, out, signed)
 }
 
+/// [`lanes_row`] compiled for AVX-512 (`vpmullq`, `vpsravq`: eight 64-bit lanes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl")]
+unsafe fn lanes_row_avx512(
+    r: &Requant,
+    l: &Lanes,
+    acc: &[i32],
+    c0: usize,
+    out: &mut [u8],
+    signed: bool,
+) {
+    lanes_row(r, l, acc, c0, out, signed)
+}
+
+/// True if this CPU runs [`lanes_row_avx512`].
+#[cfg(target_arch = "x86_64")]
+fn has_avx512() -> bool {
+    use std::arch::is_x86_feature_detected as has;
+    has!("avx512f") && has!("avx512dq") && has!("avx512bw") && has!("avx512vl")
+}
+
 impl<'a> Post<'a> {
     /// `chan[c]` holds the parameters of tile channel `c`.
     pub fn new(program: &'a [SimdInstr], out_signed: bool, chan: &'a [ChanParams]) -> Post<'a> {
@@ -195,6 +216,12 @@ impl<'a> Post<'a> {
             (Some(r), Some(l)) => {
                 #[cfg(target_arch = "x86_64")]
                 {
+                    if has_avx512() {
+                        // SAFETY: AVX-512 F/DQ/BW/VL are available (checked just
+                        // above); the function body is safe Rust.
+                        unsafe { lanes_row_avx512(r, l, acc, c0, out, self.out_signed) };
+                        return;
+                    }
                     if std::arch::is_x86_feature_detected!("avx2") {
                         // SAFETY: AVX2 is available (checked just above); the function
                         // body is safe Rust.

@@ -61,6 +61,9 @@ impl Tile {
     }
 }
 
+/// Output values below which a SCALE / ELTWISE tile runs on one thread.
+const PAR_MIN_VALUES: u64 = 1 << 14;
+
 /// Computes every output row of the tile in parallel blocks of pixels:
 /// `f(y, x, out_row, stats)` fills the `c_count` bytes of pixel (y, x).
 fn par_tile<F>(tile: &Tile, f: F) -> Result<(Vec<u8>, ExecStats), String>
@@ -74,19 +77,28 @@ where
     let starts: Vec<u64> = (tile.pix.start..tile.pix.end())
         .step_by(block as usize)
         .collect();
-    let parts = starts
-        .par_iter()
-        .map(|&s| {
-            let e = (s + block).min(tile.pix.end());
-            let mut out = vec![0u8; (e - s) as usize * cn];
-            let mut st = ExecStats::default();
-            for (p, row) in (s..e).zip(out.chunks_exact_mut(cn)) {
-                let (y, x) = tile.pix.yx(p);
-                f(y, x, row, &mut st)?;
-            }
-            Ok((out, st))
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+    let run_block = |&s: &u64| {
+        let e = (s + block).min(tile.pix.end());
+        let mut out = vec![0u8; (e - s) as usize * cn];
+        let mut st = ExecStats::default();
+        for (p, row) in (s..e).zip(out.chunks_exact_mut(cn)) {
+            let (y, x) = tile.pix.yx(p);
+            f(y, x, row, &mut st)?;
+        }
+        Ok((out, st))
+    };
+    // A small tile runs on this thread (the same blocks, in the same order).
+    let parts = if tile.pix.count * tile.cn < PAR_MIN_VALUES {
+        starts
+            .iter()
+            .map(run_block)
+            .collect::<Result<Vec<_>, String>>()?
+    } else {
+        starts
+            .par_iter()
+            .map(run_block)
+            .collect::<Result<Vec<_>, String>>()?
+    };
     let mut all = Vec::with_capacity((tile.pix.count * tile.cn) as usize);
     let mut stats = ExecStats::default();
     for (o, st) in parts {

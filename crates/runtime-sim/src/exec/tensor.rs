@@ -41,7 +41,12 @@ impl ActView {
         c0: u64,
         n: u64,
     ) -> Result<Strided<'m>, String> {
-        let bytes = mem.slice(self.at(y, x, c0), self.hull(n))?;
+        self.chans_at(mem, self.at(y, x, c0), n)
+    }
+
+    /// `n` channels of a pixel starting at address `addr` (the first channel's).
+    pub fn chans_at<'m>(&self, mem: &'m Memory, addr: u64, n: u64) -> Result<Strided<'m>, String> {
+        let bytes = mem.slice(addr, self.hull(n))?;
         Ok(Strided {
             bytes,
             step: self.chan_pitch.max(1) as usize,

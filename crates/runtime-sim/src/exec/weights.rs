@@ -24,6 +24,39 @@ pub fn block_bytes(k_terms: u64, oc_start: u64, oc_count: u64, cols: u64) -> u64
     (q1 - q0 + 1) * k_terms * cols
 }
 
+/// A run of tile channels inside one weight group: for every term, their weights are
+/// one contiguous byte vector in SRAM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WeightRun {
+    /// Byte offset from `w_addr` of term 0 of the run's first channel.
+    pub off: usize,
+    /// First tile channel (relative to `oc_start`).
+    pub c0: usize,
+    /// Channels in the run.
+    pub n: usize,
+    /// Bytes from one term's vector to the next (`mac_cols`).
+    pub cols: usize,
+}
+
+/// The tile's channels as runs, one per weight group it touches.
+pub fn weight_runs(g: &DotGeom) -> Vec<WeightRun> {
+    let k = g.k_terms();
+    let cols = g.mac_cols;
+    let mut runs = Vec::new();
+    let (mut oc, end) = (g.oc_start, g.oc_start + g.oc_count);
+    while oc < end {
+        let hi = ((oc / cols + 1) * cols).min(end);
+        runs.push(WeightRun {
+            off: weight_offset(oc, 0, k, g.oc_start, cols) as usize,
+            c0: (oc - g.oc_start) as usize,
+            n: (hi - oc) as usize,
+            cols: cols as usize,
+        });
+        oc = hi;
+    }
+    runs
+}
+
 /// The tile's weights as interleaved term pairs ([`PairWeights`]) in the patch term
 /// order `kk = (ky * kernel_w + kx) * icpg + ic`. Every term's weights of a run of
 /// channels in one weight group are one contiguous byte vector in SRAM; two such
@@ -31,30 +64,21 @@ pub fn block_bytes(k_terms: u64, oc_start: u64, oc_count: u64, cols: u64) -> u64
 pub fn pair_weights(g: &DotGeom, bytes: &[u8], signed: bool, kpad: usize) -> PairWeights {
     let k = g.k_terms() as usize;
     let (icpg, taps) = (g.icpg as usize, (g.kh * g.kw) as usize);
-    let cols = g.mac_cols;
-    // (byte offset of term 0 of the run's first channel, first tile channel, count)
-    let mut runs: Vec<(usize, usize, usize)> = Vec::new();
-    let (mut oc, end) = (g.oc_start, g.oc_start + g.oc_count);
-    while oc < end {
-        let hi = ((oc / cols + 1) * cols).min(end);
-        let off = weight_offset(oc, 0, k as u64, g.oc_start, cols) as usize;
-        runs.push((off, (oc - g.oc_start) as usize, (hi - oc) as usize));
-        oc = hi;
-    }
-    let cols = cols as usize;
+    let runs = weight_runs(g);
+    let cols = g.mac_cols as usize;
     // SRAM term (ic-major) of patch term kk; terms past K read as zero.
     let sram_term = |kk: usize| (kk < k).then(|| (kk % icpg) * taps + kk / icpg);
     let zeros = vec![0u8; cols];
     let mut w = PairWeights::zeroed(g.oc_count as usize, kpad);
     for k2 in 0..k.div_ceil(2) {
         let row = w.pair_row_mut(k2);
-        for &(off, c0, n) in &runs {
+        for r in &runs {
             let vec_of = |t: Option<usize>| match t {
-                Some(t) => &bytes[off + t * cols..off + t * cols + n],
-                None => &zeros[..n],
+                Some(t) => &bytes[r.off + t * cols..r.off + t * cols + r.n],
+                None => &zeros[..r.n],
             };
             let (lo, hi) = (vec_of(sram_term(2 * k2)), vec_of(sram_term(2 * k2 + 1)));
-            pack_row(&mut row[c0..c0 + n], lo, hi, signed);
+            pack_row(&mut row[r.c0..r.c0 + r.n], lo, hi, signed);
         }
     }
     w
