@@ -179,7 +179,7 @@ pub fn backend_options(opts: &CompileOptions) -> Result<BackendOptions, Error> {
 
 /// A partitioning error as the driver's: the passes' and the backend's keep their
 /// classification; a partitioning that does not settle is a bug.
-fn from_partition(e: PartitionError) -> Error {
+pub fn from_partition(e: PartitionError) -> Error {
     match e {
         PartitionError::Passes(e) => Error::from_pass(e),
         PartitionError::Backend(e) => Error::from_backend(e),

@@ -5,7 +5,7 @@
 //! it are reused for every frame) and every output is stacked the same way (the files
 //! they go to: `outputs.rs`).
 
-use crate::compile::{compile_and_lower, Calibration, CompileOptions};
+use crate::compile::{backend_options, from_partition, pass_options, CompileOptions};
 use crate::error::Error;
 use crate::model::QuantArgs;
 use nnac_interp::npy::read_npy;
@@ -26,19 +26,24 @@ impl Runner {
     /// Folds, fuses, calibrates on `frames` and quantizes as `compile` does, with the
     /// same ops on the host (partitioned for the FSD NNA), so that `nnac run` of the
     /// program is bit-exact with this interpreter (no accuracy report: only the
-    /// quantized graph is used).
+    /// quantized graph is used). A graph that then fails to lower for another reason
+    /// (SRAM, encoding) still runs here: `compile` reports that error.
     pub fn quantized(graph: Graph, frames: &[Frame], quant: &QuantArgs) -> Result<Runner, Error> {
         let opts = CompileOptions {
             quant: quant.clone(),
             measure: false,
             ..CompileOptions::default()
         };
-        let calib = Calibration {
-            frames: frames.to_vec(),
-            synthetic: None,
-        };
-        let lowered = compile_and_lower(&graph, &calib, &HwConfig::fsd(), &opts, &|_, _| {})?;
-        Ok(Runner::Quantized(lowered.compiled.graph))
+        let parted = nnac_partition::compile_and_lower(
+            &graph,
+            frames,
+            &pass_options(&opts)?,
+            &HwConfig::fsd(),
+            &backend_options(&opts)?,
+            &|_, _| {},
+        )
+        .map_err(from_partition)?;
+        Ok(Runner::Quantized(parted.compiled.graph))
     }
 
     /// One frame: every graph output by name.
