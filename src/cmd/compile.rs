@@ -3,7 +3,6 @@
 
 use super::pictures;
 use crate::error::{write_atomic, CliError};
-use nnac_driver::calib::parse_calib_arg;
 use nnac_driver::compile::{self, CompileOptions, HostOps};
 use nnac_driver::frames::Preprocess;
 use nnac_driver::model::{load, ModelArgs, QuantArgs};
@@ -101,14 +100,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
         .transpose()?;
     let graph = load(&args.model)?;
     times.lap("import");
-    let specs = args
-        .calib
-        .iter()
-        .map(|c| parse_calib_arg(c, &graph))
-        .collect::<Result<Vec<_>, _>>()?;
-    let calib = compile::calibration(&specs, &args.pre, &graph)?;
-    if let Some(note) = &calib.synthetic {
-        eprintln!("{}", nnac_driver::synthetic::warning(note));
+    let calib = compile::calibration_args(&args.calib, &args.pre, &graph)?;
+    if let Some(w) = calib.warning() {
+        eprintln!("{w}");
     }
     times.lap("load calibration frames");
     let stem = compile::model_stem(&args.model.model);

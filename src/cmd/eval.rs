@@ -10,8 +10,8 @@
 //! `nnac run`, `nnac_driver::outputs`), only once every frame has run.
 
 use crate::error::CliError;
-use nnac_driver::calib::{graph_inputs, parse_calib_arg};
-use nnac_driver::compile::calibration;
+use nnac_driver::calib::graph_inputs;
+use nnac_driver::compile::calibration_args;
 use nnac_driver::eval::{frame_count, read_feed, stack_outputs, Runner};
 use nnac_driver::frames::Preprocess;
 use nnac_driver::model::{load, ModelArgs, QuantArgs};
@@ -52,14 +52,9 @@ fn runner(graph: Graph, args: &Args) -> Result<Runner, CliError> {
     if !args.quantized {
         return Ok(Runner::Float(graph));
     }
-    let specs = args
-        .calib
-        .iter()
-        .map(|c| parse_calib_arg(c, &graph))
-        .collect::<Result<Vec<_>, _>>()?;
-    let calib = calibration(&specs, &args.pre, &graph)?;
-    if let Some(note) = &calib.synthetic {
-        eprintln!("{}", nnac_driver::synthetic::warning(note));
+    let calib = calibration_args(&args.calib, &args.pre, &graph)?;
+    if let Some(w) = calib.warning() {
+        eprintln!("{w}");
     }
     Runner::quantized(graph, &calib.frames, &args.quant)
 }

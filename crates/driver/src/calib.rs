@@ -63,11 +63,12 @@ pub fn parse_calib_arg(spec: &str, graph: &Graph) -> Result<CalibSpec, Error> {
 /// The calibration frames of the CLI's `--calib [INPUT=]PATH` arguments
 /// ([`parse_calib_arg`] then [`calib_frames`]).
 pub fn calib_args(args: &[String], pre: &Preprocess, graph: &Graph) -> Result<Vec<Frame>, Error> {
-    let specs = args
-        .iter()
-        .map(|c| parse_calib_arg(c, graph))
-        .collect::<Result<Vec<_>, _>>()?;
-    calib_frames(&specs, pre, graph)
+    calib_frames(&parse_calib_args(args, graph)?, pre, graph)
+}
+
+/// Every `--calib [INPUT=]PATH` argument parsed ([`parse_calib_arg`]).
+pub fn parse_calib_args(args: &[String], graph: &Graph) -> Result<Vec<CalibSpec>, Error> {
+    args.iter().map(|c| parse_calib_arg(c, graph)).collect()
 }
 
 /// The calibration frames the specs give, one map per frame; every input must get

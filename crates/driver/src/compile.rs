@@ -92,6 +92,22 @@ pub fn calibration(
     })
 }
 
+impl Calibration {
+    /// The synthetic-calibration warning to print, if the frames are synthetic.
+    pub fn warning(&self) -> Option<String> {
+        self.synthetic.as_deref().map(crate::synthetic::warning)
+    }
+}
+
+/// [`calibration`] of the CLI's `--calib [INPUT=]PATH` arguments.
+pub fn calibration_args(
+    args: &[String],
+    pre: &Preprocess,
+    graph: &nnac_ir::Graph,
+) -> Result<Calibration, Error> {
+    calibration(&crate::calib::parse_calib_args(args, graph)?, pre, graph)
+}
+
 /// The IR dump `--dump-ir STAGE|all --dump-dir DIR` asks for; an unknown stage is the
 /// user's error naming the stages. The directory defaults to `<model stem>.dump`.
 pub fn dump_spec(stage: &str, dir: Option<PathBuf>, stem: &str) -> Result<DumpSpec, Error> {
@@ -289,6 +305,6 @@ pub fn compile(
         report: lowered.compiled.report,
         backend: lowered.backend,
         host: lowered.host,
-        warning: calib.synthetic.as_deref().map(crate::synthetic::warning),
+        warning: calib.warning(),
     })
 }
