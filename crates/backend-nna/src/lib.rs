@@ -46,38 +46,21 @@
 // with `cargo doc --document-private-items`.
 #![allow(rustdoc::private_intra_doc_links)]
 
-pub mod act;
-pub mod alloc;
-mod bands;
-mod cascade;
-mod eltwise_hwc;
-mod emit;
+mod base;
 mod error;
-mod gap;
-pub mod job;
 mod lower;
-mod lower_host;
-mod lower_ops;
-pub mod params;
-pub mod plan;
-mod pool_apart;
-mod pool_bands;
-pub mod prefetch;
-mod prefetch_est;
-pub mod resident;
-pub mod seq_rule;
-mod seq_tiles;
-mod shuffle;
-pub mod simd;
-pub mod spill;
-pub mod split;
-mod split_px;
-pub mod sync;
-mod upsample;
+mod place;
+mod schedule;
 
 pub use error::BackendError;
-pub use resident::{Residency, ResidentWeights};
-pub use spill::SplitLayer;
+pub use lower::simd;
+pub use place::resident::{Residency, ResidentWeights};
+pub use place::spill::SplitLayer;
+pub use schedule::seq_rule;
+
+use base::{job, walk};
+use place::{alloc, plan, prefetch, resident};
+use schedule::{bands, cascade, emit, seq_tiles, sync};
 
 use nnac_ir::{Graph, Op};
 use nnac_isa::{DramImage, HwConfig, Instr, Metadata, Program};
@@ -306,7 +289,7 @@ pub fn lower(
 /// The walk of the graph and its SRAM placement, with the weights pinned (all or
 /// some, loaded by a prologue ending at job `prologue_stop`) or streamed.
 struct Walked {
-    low: lower::Lowered,
+    low: walk::Lowered,
     placed: alloc::Placement,
     /// Walks the spill/split planner took.
     rounds: usize,
@@ -481,8 +464,8 @@ impl StageClock {
 /// A program whose parameters do not all fit: its walk, placement and number of
 /// walks (`plan_and_place`), with some parameters pinned or none.
 enum Streaming {
-    Partly(lower::Lowered, resident::PartialPin, usize),
-    All(lower::Lowered, alloc::Placement, usize),
+    Partly(walk::Lowered, resident::PartialPin, usize),
+    All(walk::Lowered, alloc::Placement, usize),
 }
 
 /// The parameters do not all fit (or `--resident-weights off`): the streaming
@@ -527,10 +510,10 @@ fn plan_and_place(
     hw: &HwConfig,
     tp: u32,
     mut plan: plan::Plan,
-) -> Result<(lower::Lowered, alloc::Placement, usize), BackendError> {
+) -> Result<(walk::Lowered, alloc::Placement, usize), BackendError> {
     let mut round = 1;
     loop {
-        let low = lower::Walk::new(graph, hw, tp)
+        let low = walk::Walk::new(graph, hw, tp)
             .with_plan(plan.clone())
             .run()?;
         // A layer that cannot fit even in its smallest pieces: refuse at once.

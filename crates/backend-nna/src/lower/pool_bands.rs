@@ -20,9 +20,9 @@
 //! twice with the same code. Bands whose tiles would break the address sequencer's
 //! slice rule (`seq_rule.rs`) are not used: the layer stays one tile.
 
-use crate::job::{tiles, DotOpcode, Tile};
-use crate::seq_tiles::range_fits;
-use crate::split::pooled_rows_span;
+use crate::base::job::{tiles, DotOpcode, Tile};
+use crate::place::split::pooled_rows_span;
+use crate::schedule::seq_tiles::range_fits;
 use nnac_isa::{DotProduct, PoolKind};
 
 /// The least bytes of a DRAM transfer next to a pooled layer for it to be cut in

@@ -8,15 +8,15 @@
 //!
 //! Bit-exact with the fused pooling: the pooling unit pools the SIMD output codes; the
 //! depthwise CONV (weight 1, no bias, no padding) puts each code in its accumulator,
-//! the identity program ([`crate::simd::identity_program`]) returns it unchanged, and
+//! the identity program ([`crate::lower::simd::identity_program`]) returns it unchanged, and
 //! its pooling unit pools the same codes with the same output zero point.
 
-use crate::act::Act;
-use crate::job::{tiles, DotOpcode, Job, JobKind, Loc};
-use crate::lower::Walk;
-use crate::lower_ops::{dot_base, out_fields};
-use crate::params::weight_blocks;
-use crate::simd::identity_program;
+use crate::base::act::Act;
+use crate::base::job::{tiles, DotOpcode, Job, JobKind, Loc};
+use crate::base::params::weight_blocks;
+use crate::base::walk::Walk;
+use crate::lower::dot::{dot_base, out_fields};
+use crate::lower::simd::identity_program;
 use nnac_isa::{DotProduct, PoolKind};
 
 impl Walk<'_> {

@@ -2,13 +2,13 @@
 //! live ranges in steps), DRAM image parts and [`Job`]s. Step 0 loads the graph
 //! inputs, node `k` of the order is step `k + 1`, the last step stores the outputs.
 
-use crate::act::Act;
-use crate::alloc::Buffer;
+use crate::base::act::Act;
+use crate::base::job::{Job, JobKind, Loc};
 use crate::error::BackendError;
-use crate::job::{Job, JobKind, Loc};
-use crate::lower_host::HostState;
-use crate::plan::Plan;
-use crate::spill::{SpillState, Src};
+use crate::lower::host::HostState;
+use crate::place::alloc::Buffer;
+use crate::place::plan::Plan;
+use crate::place::spill::{SpillState, Src};
 use nnac_ir::{Graph, NnaOp, NodeId, Op, Value};
 use nnac_isa::{Dma, HostOp, HwConfig, IoDesc, IoDir, IoDtype, IoLayout};
 use std::collections::{BTreeMap, BTreeSet};
@@ -373,7 +373,7 @@ impl<'g> Walk<'g> {
             simd: vec![nnac_isa::SimdInstr::Iadd(zp)],
             ..nnac_isa::Scale::default()
         };
-        let tiles = crate::job::tiles(a.pixels(), a.c, self.tile_pixels, self.hw.mac_cols);
+        let tiles = crate::base::job::tiles(a.pixels(), a.c, self.tile_pixels, self.hw.mac_cols);
         let name = self.g.node(id).name.clone();
         // The SCALE reads no channel table; any buffer will do for its address.
         let at = dst.off + u64::from(c_off) * u64::from(d.chan_pitch);
@@ -566,7 +566,7 @@ impl<'g> Walk<'g> {
     /// tiles goes out in bands of rows ([`Act::band_dmas`]), so that band `i` moves
     /// while band `i + 1` computes; otherwise one DMA. Returns the job indices.
     pub(crate) fn dma_bands(&mut self, node: &str, p: &Placed) -> Vec<usize> {
-        let n = crate::bands::write_count(&self.out.jobs, p, self.hw);
+        let n = crate::schedule::bands::write_count(&self.out.jobs, p, self.hw);
         if n > 1 {
             self.out.banded.insert(p.buf);
         }
@@ -583,7 +583,7 @@ impl<'g> Walk<'g> {
 
     /// Records `p`, read whole from DRAM by one DMA, for `bands::reads`.
     pub(crate) fn read_cand(&mut self, p: &Placed) {
-        if p.off == 0 && crate::bands::planar(&p.act) {
+        if p.off == 0 && crate::schedule::bands::planar(&p.act) {
             self.out.read_cands.push((p.buf, p.act.clone()));
         }
     }

@@ -3,9 +3,9 @@
 //! each band a step of its own; spilled inputs are filled and a spilled output is
 //! written back band by band, resident ones are read / written in place.
 
-use crate::job::{JobKind, Loc};
-use crate::lower::Walk;
-use crate::spill::{SplitLayer, Src};
+use crate::base::job::{JobKind, Loc};
+use crate::base::walk::Walk;
+use crate::place::spill::{SplitLayer, Src};
 use nnac_ir::{NnaOp, NodeId, Op};
 
 /// Rows per band: the most that fit `budget` double-buffered, else single-buffered,
@@ -35,7 +35,7 @@ impl Walk<'_> {
             _ => return None,
         };
         let node = self.g.node(id);
-        let out = crate::act::Act::of(&node.name, &node.outputs[0]).ok()?;
+        let out = crate::base::act::Act::of(&node.name, &node.outputs[0]).ok()?;
         let mut whole = out.bytes();
         let mut per_row = out.row_bytes();
         for v in self.g.node_inputs(id) {
@@ -79,7 +79,7 @@ impl Walk<'_> {
     ) -> Result<(), String> {
         let name = self.g.node(id).name.clone();
         let o = out.act().clone();
-        let broadcast = |a: &crate::act::Act| a.broadcast_over(&o);
+        let broadcast = |a: &crate::base::act::Act| a.broadcast_over(&o);
         let streamed = |s: &Src| matches!(s, Src::Dram(_)) && !broadcast(s.act());
         let row_stream: u64 = inputs
             .iter()
@@ -142,7 +142,7 @@ impl Walk<'_> {
             };
             for kind in job(n, &locs, out_loc) {
                 total += kind.instr_count();
-                self.out.jobs.push(crate::job::Job {
+                self.out.jobs.push(crate::base::job::Job {
                     node: name.clone(),
                     kind,
                 });

@@ -1,13 +1,13 @@
 //! Lowering of the compute ops: CONV / INNER_PRODUCT with fused pooling, SCALE and
 //! ELTWISE. Each builds its parameter buffers, an instruction template and its tiles.
 
-use crate::act::Act;
-use crate::job::{tiles, DotOpcode, Job, JobKind};
-use crate::lower::Walk;
-use crate::params::{acc_bound, chan_table, i32_bytes, weight_blocks};
-use crate::simd::{epilogue, scale_prefix};
-use crate::spill::Src;
-use crate::split::{bands, choose_chunked, Choice, SplitDot};
+use crate::base::act::Act;
+use crate::base::job::{tiles, DotOpcode, Job, JobKind};
+use crate::base::params::{acc_bound, chan_table, i32_bytes, weight_blocks};
+use crate::base::walk::Walk;
+use crate::lower::simd::{epilogue, scale_prefix};
+use crate::place::spill::Src;
+use crate::place::split::{bands, choose_chunked, Choice, SplitDot};
 use nnac_ir::{
     DotKind, DotOp, EltwiseKind, EltwiseOp, Graph, NnaOp, NodeId, Op, PoolKind as IrPool,
     PoolStage, ScaleOp, TensorData, Value,
@@ -142,7 +142,7 @@ impl<'g> Walk<'g> {
             Err(_) => return false,
         };
         self.dot_parts(id, d, &x)
-            .is_ok_and(|p| crate::gap::uniform_global(&p.t, &x, &p.w, &p.bias, &p.entries))
+            .is_ok_and(|p| crate::lower::gap::uniform_global(&p.t, &x, &p.w, &p.bias, &p.entries))
     }
 
     pub(crate) fn dot(&mut self, id: NodeId, d: &DotOp) -> Result<(), String> {
@@ -172,7 +172,7 @@ impl<'g> Walk<'g> {
         };
         let gap = match &d.kind {
             DotKind::Conv(_) => {
-                crate::gap::channels_as_pixels(&t, x.act(), &w, &bias, &entries, cols)
+                crate::lower::gap::channels_as_pixels(&t, x.act(), &w, &bias, &entries, cols)
             }
             _ => None,
         };
@@ -246,12 +246,12 @@ impl<'g> Walk<'g> {
         let cb = self.param(&name, &chan_table(&p.entries));
         let out = self.define(id).map_err(|e| e.detail())?;
         if is_gap {
-            crate::gap::out_fields(&mut t, &out.act)?;
+            crate::lower::gap::out_fields(&mut t, &out.act)?;
         } else {
             check_stored(&t, &out.act)?;
             out_fields(&mut t, &out.act)?;
         }
-        if pooled && !crate::seq_tiles::whole_fits(&t, opcode, self.hw.mac_rows) {
+        if pooled && !crate::schedule::seq_tiles::whole_fits(&t, opcode, self.hw.mac_rows) {
             let bufs = [x.loc(), (wb, 0), out.loc(), (bb, 0), (cb, 0)];
             return self.pool_apart(&name, opcode, t, bufs, &out.act, p.block, mnemonic);
         }
@@ -259,13 +259,13 @@ impl<'g> Walk<'g> {
         let tl = if pooled {
             // One pixel tile (every pooled window lies inside it), or bands of pooled
             // rows when a DRAM transfer can overlap them (`pool_bands.rs`).
-            let n = if self.dram_side_bytes(id, xv) >= crate::pool_bands::MIN_DMA_BYTES {
-                crate::pool_bands::count(&t, self.hw.mac_rows)
+            let n = if self.dram_side_bytes(id, xv) >= crate::lower::pool_bands::MIN_DMA_BYTES {
+                crate::lower::pool_bands::count(&t, self.hw.mac_rows)
             } else {
                 1
             };
             let (rows, cols) = (self.hw.mac_rows, self.hw.mac_cols);
-            crate::pool_bands::tiles_in_bands(&t, opcode, n, rows, cols)
+            crate::lower::pool_bands::tiles_in_bands(&t, opcode, n, rows, cols)
         } else {
             tiles(pixels, t.out_c, self.tile_pixels, self.hw.mac_cols)
         };
@@ -376,7 +376,11 @@ impl<'g> Walk<'g> {
         let t = Scale {
             in_zero: i16_of(xa.zero_point, "input zero point")?,
             simd,
-            ..crate::act::scale_over(&xa, (oa.row_pitch, oa.pix_pitch, oa.chan_pitch), oa.signed)
+            ..crate::base::act::scale_over(
+                &xa,
+                (oa.row_pitch, oa.pix_pitch, oa.chan_pitch),
+                oa.signed,
+            )
         };
         if self.out.sp.px_split {
             let (tp, tc) = (self.tile_pixels, self.hw.mac_cols);
@@ -459,7 +463,7 @@ impl<'g> Walk<'g> {
             ..Eltwise::default()
         };
         let in_order = (!self.out.sp.px_split)
-            .then(|| crate::eltwise_hwc::over_memory_order(&t, &aa, &ba, &oa, &ep.entries))
+            .then(|| crate::lower::eltwise_hwc::over_memory_order(&t, &aa, &ba, &oa, &ep.entries))
             .flatten();
         let entries = if in_order.is_some() {
             &ep.entries[..1]

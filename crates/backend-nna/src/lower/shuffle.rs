@@ -18,10 +18,10 @@
 //! reads no channel table. Pitches are taken from the operands' layouts, so the
 //! copies also work on band buffers of a layer split into row bands (`split_px.rs`).
 
-use crate::job::{tiles, Job, JobKind, Loc};
-use crate::lower::Walk;
-use crate::simd::identity_program;
-use crate::spill::Src;
+use crate::base::job::{tiles, Job, JobKind, Loc};
+use crate::base::walk::Walk;
+use crate::lower::simd::identity_program;
+use crate::place::spill::Src;
 use nnac_ir::NodeId;
 use nnac_isa::Scale;
 

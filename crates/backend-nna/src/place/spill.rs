@@ -8,18 +8,18 @@
 //! to the DRAM image (docs/ISA.md: spill space lies inside the image). Regions are
 //! placed like SRAM buffers (liveness first fit over steps); every spill and fill is a
 //! DMA, the DMA queue runs them in program order, and only parameter loads (constant
-//! DRAM) are ever moved by [`crate::prefetch`], so a region is reused only after its
+//! DRAM) are ever moved by [`crate::place::prefetch`], so a region is reused only after its
 //! last fill.
 //!
 //! [`Walk::prepare`] and [`Walk::settle`] run around every node: the first brings
 //! the spilled inputs of an unsplit node into SRAM, the second writes a spilled
 //! output to its home and drops the temporary copies.
 
-use crate::act::Act;
-use crate::alloc::{self, Buffer};
-use crate::job::{Job, JobKind, Loc};
-use crate::lower::{Placed, Walk, DRAM_ALIGN};
-use crate::plan::Plan;
+use crate::base::act::Act;
+use crate::base::job::{Job, JobKind, Loc};
+use crate::base::walk::{Placed, Walk, DRAM_ALIGN};
+use crate::place::alloc::{self, Buffer};
+use crate::place::plan::Plan;
 use nnac_ir::{NnaOp, NodeId, Op, Value};
 use nnac_isa::{Dma, IoDir};
 use std::collections::BTreeMap;
@@ -76,7 +76,7 @@ pub struct SplitLayer {
     pub groups: usize,
 }
 
-/// The walk's spill/split bookkeeping (part of [`crate::lower::Lowered`]).
+/// The walk's spill/split bookkeeping (part of [`crate::base::walk::Lowered`]).
 #[derive(Debug, Clone, Default)]
 pub struct SpillState {
     pub plan: Plan,
@@ -142,7 +142,7 @@ impl Walk<'_> {
             .map_or(0, |i| starts[i].0)
     }
 
-    /// Marks the start of the current step (for [`crate::prefetch`]).
+    /// Marks the start of the current step (for [`crate::place::prefetch`]).
     pub fn mark_step(&mut self) {
         let at = (self.step, self.out.jobs.len());
         self.out.sp.step_start.push(at);

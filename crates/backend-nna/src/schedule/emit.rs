@@ -1,11 +1,11 @@
 //! Instruction emission: jobs with placed buffers become instructions (one per tile),
 //! every instruction is checked with `nnac_isa::checks::check_instr`.
 
-use crate::act::split_rows;
-use crate::bands::ReadBands;
+use crate::base::act::split_rows;
+use crate::base::job::{DotOpcode, Job, JobKind, Loc, Tile};
 use crate::error::{emit_err, BackendError};
-use crate::job::{DotOpcode, Job, JobKind, Loc, Tile};
-use crate::sync::{sram_footprint, Access};
+use crate::schedule::bands::ReadBands;
+use crate::schedule::sync::{sram_footprint, Access};
 use nnac_isa::checks::check_instr;
 use nnac_isa::{HwConfig, Instr};
 use std::collections::BTreeSet;

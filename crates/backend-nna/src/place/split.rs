@@ -16,12 +16,12 @@
 //! their own step. [`choose`] picks the band height and chunk size with the least
 //! DRAM traffic that fits the budget.
 
-use crate::act::Act;
-use crate::job::{tiles, DotOpcode, Job, JobKind, Loc};
-use crate::lower::Walk;
-use crate::lower_ops::DotParams;
-use crate::params::{chan_table, i32_bytes};
-use crate::spill::{SplitLayer, Src};
+use crate::base::act::Act;
+use crate::base::job::{tiles, DotOpcode, Job, JobKind, Loc};
+use crate::base::params::{chan_table, i32_bytes};
+use crate::base::walk::Walk;
+use crate::lower::dot::DotParams;
+use crate::place::spill::{SplitLayer, Src};
 use nnac_ir::NodeId;
 use nnac_isa::{DotProduct, PoolKind};
 

@@ -24,9 +24,9 @@
 //! The integer arithmetic is term for term the depthwise one, so results are
 //! bit-exact with the quantized reference interpreter.
 
-use crate::act::Act;
-use crate::lower_ops::DotParams;
-use crate::params::weight_blocks;
+use crate::base::act::Act;
+use crate::base::params::weight_blocks;
+use crate::lower::dot::DotParams;
 use nnac_isa::checks::DotKind;
 use nnac_isa::{DotProduct, PoolKind};
 

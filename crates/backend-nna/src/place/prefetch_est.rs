@@ -13,9 +13,9 @@
 //! the one thing the load order decides: whether the DMA queue idles while the
 //! MAC array works, and whether a load brought forward delays one needed sooner.
 
-use crate::bands::{dma_cycles, tile_cycles};
-use crate::job::{Job, JobKind};
-use crate::spill::SpillState;
+use crate::base::job::{Job, JobKind};
+use crate::place::spill::SpillState;
+use crate::schedule::bands::{dma_cycles, tile_cycles};
 use nnac_isa::HwConfig;
 
 /// A DMA job on the timeline.
@@ -142,7 +142,7 @@ impl Estimate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::Tile;
+    use crate::base::job::Tile;
     use nnac_isa::{Dma, Scale};
 
     fn read(bytes: u32) -> Job {

@@ -4,7 +4,7 @@
 //!
 //! [`place_with`] can mark buffers as *early* (parameters to prefetch): such a
 //! buffer goes to the free gap whose bytes have been unused the longest (fresh
-//! space first, then the lowest address), so that `crate::prefetch` can load it
+//! space first, then the lowest address), so that `crate::place::prefetch` can load it
 //! as many steps ahead as possible.
 
 /// One buffer to place.

@@ -30,10 +30,10 @@
 //! goes next (the lowest original index on a tie, so a stretch with nothing to wait
 //! for keeps its order).
 
-use crate::bands::{dma_cycles, tile_cycles, ReadBands};
-use crate::emit::Emitted;
-use crate::job::{Job, Tile};
-use crate::sync::{bytes_conflict, sram_footprint};
+use crate::base::job::{Job, Tile};
+use crate::schedule::bands::{dma_cycles, tile_cycles, ReadBands};
+use crate::schedule::emit::Emitted;
+use crate::schedule::sync::{bytes_conflict, sram_footprint};
 use nnac_isa::{Class, HwConfig, Instr};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -190,7 +190,7 @@ fn permute(em: &mut Emitted, start: usize, order: &[usize]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::Access;
+    use crate::schedule::sync::Access;
     use nnac_isa::{Dma, DotProduct};
 
     fn emitted(instrs: Vec<Instr>, writes: &[&[usize]]) -> Emitted {

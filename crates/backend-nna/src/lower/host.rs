@@ -16,9 +16,9 @@
 //! whole walk (`place_io`); tensors are named by index until [`Walk::finish_host`]
 //! resolves them.
 
-use crate::act::Act;
-use crate::job::{Job, JobKind};
-use crate::lower::{Placed, Walk, DRAM_ALIGN};
+use crate::base::act::Act;
+use crate::base::job::{Job, JobKind};
+use crate::base::walk::{Placed, Walk, DRAM_ALIGN};
 use nnac_ir::{DType, NnaOp, NodeId, Op, TensorData, TensorType, Value};
 use nnac_isa::{HostOp, IoDesc, IoDir, IoDtype, IoLayout};
 use std::collections::BTreeMap;

@@ -17,11 +17,11 @@
 //! It is not split in bands: a spilled input comes into SRAM whole before it
 //! (`Walk::prepare`) and a spilled output goes back whole after it (`Walk::settle`).
 
-use crate::act::scale_over;
-use crate::job::{tiles, Job, JobKind};
-use crate::lower::Walk;
-use crate::simd::identity_program;
-use crate::spill::Src;
+use crate::base::act::scale_over;
+use crate::base::job::{tiles, Job, JobKind};
+use crate::base::walk::Walk;
+use crate::lower::simd::identity_program;
+use crate::place::spill::Src;
 use nnac_ir::NodeId;
 use nnac_isa::Scale;
 

@@ -13,8 +13,8 @@
 //! the rule runs its pooling apart (`pool_apart.rs`, decided with [`whole_fits`]); a
 //! split one is reported by the rule check after emission.
 
-use crate::job::{DotOpcode, Job, JobKind, Tile};
-use crate::seq_rule::widest_slice;
+use crate::base::job::{DotOpcode, Job, JobKind, Tile};
+use crate::schedule::seq_rule::widest_slice;
 use nnac_isa::checks::DotKind;
 use nnac_isa::{DotProduct, PoolKind};
 
@@ -61,7 +61,7 @@ pub fn whole_fits(t: &DotProduct, opcode: DotOpcode, mac_rows: u32) -> bool {
 
 /// Tiles of every output row of an `out_h x out_w` output in chunks of at most `tp`
 /// pixels, each with every channel range of `chans` (pixel-major, like
-/// [`crate::job::tiles`]).
+/// [`crate::base::job::tiles`]).
 fn row_tiles(out_h: u32, out_w: u32, tp: u32, chans: &[(u32, u32)]) -> Vec<Tile> {
     let mut out = Vec::new();
     for y in 0..out_h {

@@ -14,7 +14,7 @@
 //! (the epilogue's channel entry is the same for every channel, which is checked), so
 //! the program computes the same bytes.
 
-use crate::act::Act;
+use crate::base::act::Act;
 use nnac_isa::Eltwise;
 
 /// `t` (the ELTWISE over the real geometry of `a`, `b`, `out`) described over A's

@@ -1,6 +1,6 @@
 //! The spill/split plan and its refinement.
 //!
-//! [`crate::lower()`] walks the graph with a [`Plan`] (empty at first: every
+//! [`crate::base::walk()`] walks the graph with a [`Plan`] (empty at first: every
 //! activation stays in SRAM between layers, every layer whose working set fits in
 //! SRAM runs whole) and places the buffers. When placement fails at some step,
 //! [`Plan::refine`] changes the plan by one decision and the walk runs again:
@@ -15,9 +15,9 @@
 //!
 //! Every step changes the plan monotonically, so the loop ends.
 
-use crate::alloc::NoFit;
+use crate::base::walk::Lowered;
 use crate::error::BackendError;
-use crate::lower::Lowered;
+use crate::place::alloc::NoFit;
 use nnac_ir::{Graph, NodeId};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -35,7 +35,7 @@ pub struct Plan {
     /// loaded once), even where the whole layer fits: set for every program whose
     /// weights stream (they do not all fit, or `--resident-weights off`), so that
     /// the streamed ones need little SRAM and partial pinning
-    /// ([`crate::resident::pin_some`]) can pin chunk by chunk.
+    /// ([`crate::place::resident::pin_some`]) can pin chunk by chunk.
     pub weight_chunk: Option<u64>,
 }
 

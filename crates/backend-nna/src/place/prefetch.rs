@@ -13,10 +13,10 @@
 //! fill is passed in a way that matters. Deterministic: a pure function of the
 //! placement.
 
-use crate::alloc::Buffer;
-use crate::job::Job;
-use crate::prefetch_est::Estimate;
-use crate::spill::SpillState;
+use crate::base::job::Job;
+use crate::place::alloc::Buffer;
+use crate::place::prefetch_est::Estimate;
+use crate::place::spill::SpillState;
 use nnac_isa::HwConfig;
 
 /// The first step at which `p`'s SRAM range `[a, a + size)` is free of every other

@@ -15,10 +15,10 @@
 //! rest (and the weights of layers split into row bands) keep streaming every
 //! frame.
 
-use crate::alloc::{self, Placement};
-use crate::bands::{dma_cycles, tile_cycles};
-use crate::job::{Job, JobKind};
-use crate::lower::{Lowered, Walk};
+use crate::base::job::{Job, JobKind};
+use crate::base::walk::{Lowered, Walk};
+use crate::place::alloc::{self, Placement};
+use crate::schedule::bands::{dma_cycles, tile_cycles};
 use crate::{BackendError, SRAM_ALIGN};
 use nnac_ir::Graph;
 use nnac_isa::HwConfig;

@@ -18,9 +18,9 @@
 //! shorten the wait but pay more latencies. Every band's DMA holds a dependency flag
 //! until its tiles are done, hence the cap.
 
-use crate::act::Act;
-use crate::job::{DotOpcode, Job, JobKind, Tile};
-use crate::lower::Placed;
+use crate::base::act::Act;
+use crate::base::job::{DotOpcode, Job, JobKind, Tile};
+use crate::base::walk::Placed;
 use nnac_isa::HwConfig;
 use std::collections::BTreeMap;
 

@@ -1,0 +1,14 @@
+//! Scheduling: jobs become instructions ([`emit`], one per tile, each checked), the
+//! reads of DRAM tensors in bands of rows ([`bands`], with the cycle estimates the
+//! placement uses), the cascade that overlaps consecutive layers ([`cascade`]), the
+//! sequencer's slice rule ([`seq_rule`], [`seq_tiles`]) and the dependency flags
+//! ([`sync`]).
+//!
+//! **Boundary**: depends on `base` only.
+
+pub mod bands;
+pub mod cascade;
+pub mod emit;
+pub mod seq_rule;
+pub mod seq_tiles;
+pub mod sync;
