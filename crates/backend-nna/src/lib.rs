@@ -52,21 +52,20 @@ mod lower;
 mod place;
 mod schedule;
 
+pub use base::buffer::SRAM_ALIGN;
+pub use base::spill_state::SplitLayer;
 pub use error::BackendError;
 pub use lower::simd;
 pub use place::resident::{Residency, ResidentWeights};
-pub use place::spill::SplitLayer;
 pub use schedule::seq_rule;
 
+use base::plan::Plan;
 use base::{job, walk};
 use place::{alloc, plan, prefetch, resident};
 use schedule::{bands, cascade, emit, seq_tiles, sync};
 
 use nnac_ir::{Graph, Op};
 use nnac_isa::{DramImage, HwConfig, Instr, Metadata, Program};
-
-/// SRAM buffer alignment in bytes.
-pub const SRAM_ALIGN: u64 = 64;
 
 /// Backend options.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -307,7 +306,10 @@ fn walk_and_place(
 ) -> Result<Walked, BackendError> {
     let pinned = match opts.resident_weights {
         ResidentWeights::Off => Err(Residency::Off),
-        ResidentWeights::Auto => resident::try_pin(graph, hw, tp)?.map_err(Residency::Streamed),
+        ResidentWeights::Auto => {
+            let low = lower::graph::run(walk::Walk::new(graph, hw, tp))?;
+            resident::try_pin(low, hw).map_err(Residency::Streamed)
+        }
     };
     Ok(match pinned {
         Ok(p) => Walked {
@@ -481,12 +483,12 @@ fn streaming(
     opts: &BackendOptions,
 ) -> Result<Streaming, BackendError> {
     let auto = opts.resident_weights == ResidentWeights::Auto;
-    let chunked = plan::Plan {
+    let chunked = Plan {
         weight_chunk: Some(hw.sram_bytes / WEIGHT_CHUNK_FRACTION),
-        ..plan::Plan::default()
+        ..Plan::default()
     };
     let (mut low, placed, rounds) = match plan_and_place(graph, hw, tp, chunked) {
-        Err(BackendError::SramFull { .. }) => plan_and_place(graph, hw, tp, plan::Plan::default())?,
+        Err(BackendError::SramFull { .. }) => plan_and_place(graph, hw, tp, Plan::default())?,
         placed => placed?,
     };
     match auto
@@ -509,13 +511,12 @@ fn plan_and_place(
     graph: &Graph,
     hw: &HwConfig,
     tp: u32,
-    mut plan: plan::Plan,
+    mut plan: Plan,
 ) -> Result<(walk::Lowered, alloc::Placement, usize), BackendError> {
     let mut round = 1;
     loop {
-        let low = walk::Walk::new(graph, hw, tp)
-            .with_plan(plan.clone())
-            .run()?;
+        let low = walk::Walk::new(graph, hw, tp).with_plan(plan.clone());
+        let low = lower::graph::run(low)?;
         // A layer that cannot fit even in its smallest pieces: refuse at once.
         if let Some((&id, &min)) = low.sp.min_ws.iter().find(|(_, &m)| m > hw.sram_bytes) {
             return Err(BackendError::SramFull {
@@ -535,7 +536,7 @@ fn plan_and_place(
             .or_else(|_| alloc::place(&low.bufs, cap, SRAM_ALIGN));
         match placed {
             Ok(placed) => return Ok((low, placed, round)),
-            Err(nf) => plan.refine(graph, &low, &nf, cap)?,
+            Err(nf) => plan::refine(&mut plan, graph, &low, &nf, cap)?,
         }
         round += 1;
     }

@@ -4,6 +4,7 @@
 //! activation between SRAM and DRAM. A band of `n` rows held on its own (split
 //! layers) is the same layout with `H = n`.
 
+use crate::base::job::Loc;
 use crate::error::BackendError;
 use nnac_ir::{DType, Quant, TensorType};
 use nnac_isa::{Dma, Scale};
@@ -249,5 +250,20 @@ mod tests {
             .len(),
             1
         );
+    }
+}
+
+/// An activation value: its layout and buffer.
+#[derive(Clone)]
+pub struct Placed {
+    pub act: Act,
+    pub buf: usize,
+    /// Byte offset of the tensor in its buffer (a concatenation slot).
+    pub off: u64,
+}
+
+impl Placed {
+    pub fn loc(&self) -> Loc {
+        (self.buf, self.off)
     }
 }

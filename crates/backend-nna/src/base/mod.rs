@@ -6,6 +6,10 @@
 //! import from here.
 
 pub mod act;
+pub mod buffer;
+pub mod host_state;
 pub mod job;
 pub mod params;
+pub mod plan;
+pub mod spill_state;
 pub mod walk;

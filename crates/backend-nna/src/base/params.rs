@@ -93,3 +93,12 @@ mod tests {
         assert_eq!(chan_table(&[[1, 2, 3, 4]]).len(), 16);
     }
 }
+
+/// Parameter images of one dot-product layer.
+pub(crate) struct DotParams {
+    pub weights: Vec<u8>,
+    pub bias: Vec<i32>,
+    pub entries: Vec<[i32; 4]>,
+    /// Bytes of one weight block.
+    pub block: u32,
+}

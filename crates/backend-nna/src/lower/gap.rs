@@ -26,7 +26,7 @@
 
 use crate::base::act::Act;
 use crate::base::params::weight_blocks;
-use crate::lower::dot::DotParams;
+use crate::base::params::DotParams;
 use nnac_isa::checks::DotKind;
 use nnac_isa::{DotProduct, PoolKind};
 

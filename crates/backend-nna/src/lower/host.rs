@@ -17,67 +17,15 @@
 //! resolves them.
 
 use crate::base::act::Act;
+use crate::base::act::Placed;
+use crate::base::buffer::DRAM_ALIGN;
+use crate::base::host_state::{DramRef, DramVal, HostRec};
 use crate::base::job::{Job, JobKind};
-use crate::base::walk::{Placed, Walk, DRAM_ALIGN};
+use crate::base::walk::Walk;
+use crate::lower::graph;
+use crate::place::spill;
 use nnac_ir::{DType, NnaOp, NodeId, Op, TensorData, TensorType, Value};
 use nnac_isa::{HostOp, IoDesc, IoDir, IoDtype, IoLayout};
-use std::collections::BTreeMap;
-
-/// Where a DRAM tensor lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum DramRef {
-    /// At this address of the DRAM image (constants).
-    Image(u64),
-    /// At this offset of the scratch area (after the I/O tensors).
-    Scratch(u64),
-    /// At the address of I/O descriptor `k` (a graph output written by a host op).
-    Io(usize),
-}
-
-/// A value in DRAM: its tensor and its descriptor (address filled in at the end).
-#[derive(Debug, Clone)]
-struct DramVal {
-    tensor: usize,
-    desc: IoDesc,
-}
-
-/// One host op before its addresses are known.
-#[derive(Debug, Clone)]
-struct HostRec {
-    segment: u32,
-    name: String,
-    op: String,
-    inputs: Vec<DramVal>,
-    output: DramVal,
-}
-
-/// The host-op state of the walk.
-#[derive(Debug, Default)]
-pub struct HostState {
-    tensors: Vec<DramRef>,
-    vals: BTreeMap<NodeId, DramVal>,
-    recs: Vec<HostRec>,
-    /// DMA jobs whose DRAM address is relative to that of a tensor.
-    fixups: Vec<(usize, usize)>,
-    /// I/O descriptors that alias another one's DRAM: `(alias, target)`.
-    io_alias: Vec<(usize, usize)>,
-    scratch_end: u64,
-    /// STOP jobs emitted so far.
-    stops: u32,
-}
-
-impl HostState {
-    fn tensor(&mut self, at: DramRef) -> usize {
-        self.tensors.push(at);
-        self.tensors.len() - 1
-    }
-
-    fn scratch(&mut self, bytes: u64) -> usize {
-        let off = self.scratch_end.div_ceil(DRAM_ALIGN) * DRAM_ALIGN;
-        self.scratch_end = off + bytes;
-        self.tensor(DramRef::Scratch(off))
-    }
-}
 
 /// Bytes a descriptor spans in DRAM.
 fn span(d: &IoDesc) -> u64 {
@@ -121,282 +69,315 @@ fn code_desc(name: &str, t: &TensorType, layout: IoLayout) -> Result<IoDesc, Str
     })
 }
 
-impl Walk<'_> {
-    /// True if some user of `id`'s value reads it from SRAM (an NNA op).
-    fn needs_sram(&self, id: NodeId) -> bool {
-        self.g.users(Value::new(id, 0)).iter().any(|&(u, _)| {
-            !matches!(
-                self.g.node(u).op,
-                Op::Nna(NnaOp::Host(_)) | Op::Reshape { .. }
-            )
-        })
-    }
+/// True if some user of `id`'s value reads it from SRAM (an NNA op).
+fn needs_sram(walk: &Walk<'_>, id: NodeId) -> bool {
+    walk.g.users(Value::new(id, 0)).iter().any(|&(u, _)| {
+        !matches!(
+            walk.g.node(u).op,
+            Op::Nna(NnaOp::Host(_)) | Op::Reshape { .. }
+        )
+    })
+}
 
-    /// A reshape: an SRAM alias when the NNA can read it in place, a DRAM alias of a
-    /// dense host tensor no NNA op reads, else a host op.
-    pub(crate) fn reshape_any(&mut self, id: NodeId) -> Result<(), String> {
-        let src = self.g.node_inputs(id)[0];
-        let shape = self.g.node(id).outputs[0].shape.clone();
-        let on_nna = self.vals.contains_key(&src.node) || self.out.sp.homes.contains_key(&src.node);
-        if on_nna && self.reshape(id).is_ok() {
+/// A reshape: an SRAM alias when the NNA can read it in place, a DRAM alias of a
+/// dense host tensor no NNA op reads, else a host op.
+pub(crate) fn reshape_any(walk: &mut Walk<'_>, id: NodeId) -> Result<(), String> {
+    let src = walk.g.node_inputs(id)[0];
+    let shape = walk.g.node(id).outputs[0].shape.clone();
+    let on_nna = walk.vals.contains_key(&src.node) || walk.out.sp.homes.contains_key(&src.node);
+    if on_nna && graph::reshape(walk, id).is_ok() {
+        return Ok(());
+    }
+    // The quantized interpreter copies a reshape's codes: the host's dequantize /
+    // quantize round trip is exact only for the same quantization.
+    let (a, b) = (walk.g.value_type(src), &walk.g.node(id).outputs[0]);
+    if a.quant != b.quant || a.dtype != b.dtype {
+        return Err("reshape changes the quantization".into());
+    }
+    if let Some(v) = walk.host.vals.get(&src.node).cloned() {
+        if !on_nna && v.desc.layout == IoLayout::Dense && !needs_sram(walk, id) {
+            let mut desc = v.desc.clone();
+            desc.shape = shape_u32(&shape)?;
+            desc.name = walk.g.node(id).name.clone();
+            let alias = DramVal {
+                tensor: v.tensor,
+                desc,
+            };
+            walk.host.vals.insert(id, alias);
             return Ok(());
         }
-        // The quantized interpreter copies a reshape's codes: the host's dequantize /
-        // quantize round trip is exact only for the same quantization.
-        let (a, b) = (self.g.value_type(src), &self.g.node(id).outputs[0]);
-        if a.quant != b.quant || a.dtype != b.dtype {
-            return Err("reshape changes the quantization".into());
-        }
-        if let Some(v) = self.host.vals.get(&src.node).cloned() {
-            if !on_nna && v.desc.layout == IoLayout::Dense && !self.needs_sram(id) {
-                let mut desc = v.desc.clone();
-                desc.shape = shape_u32(&shape)?;
-                desc.name = self.g.node(id).name.clone();
-                let alias = DramVal {
-                    tensor: v.tensor,
-                    desc,
-                };
-                self.host.vals.insert(id, alias);
-                return Ok(());
-            }
-        }
-        self.host_op(id, &Op::Reshape { shape })
     }
+    host_op(walk, id, &Op::Reshape { shape })
+}
 
-    /// A Slice: a block of channels of an activation in SRAM is a view of it (the same
-    /// buffer at an offset of `start` channel pitches, the same pitches, fewer
-    /// channels); any other slice, or of a spilled activation, runs on the host. The
-    /// output shares the input's quantization (the quantizer guarantees it).
-    pub(crate) fn slice_any(&mut self, id: NodeId) -> Result<(), String> {
-        let src = self.g.node_inputs(id)[0];
-        let op = self.g.node(id).op.clone();
-        let Op::Slice { axes, starts, ends } = &op else {
-            return Err("not a slice".into());
-        };
-        let (a, b) = (self.g.value_type(src), &self.g.node(id).outputs[0]);
-        if a.quant != b.quant || a.dtype != b.dtype {
-            return Err("slice changes the quantization".into());
-        }
-        if let ([1], [start], [end], true) = (
-            axes.as_slice(),
-            starts.as_slice(),
-            ends.as_slice(),
-            self.vals.contains_key(&src.node),
-        ) {
-            if let Some(p) = self.use_value(src) {
-                let (start, end) = (
-                    u32::try_from(*start).map_err(|_| "slice start")?,
-                    u32::try_from(*end).map_err(|_| "slice end")?,
-                );
-                let view = Placed {
-                    act: Act {
-                        c: end - start,
-                        ..p.act.clone()
-                    },
-                    buf: p.buf,
-                    off: p.off + u64::from(start) * u64::from(p.act.chan_pitch),
-                };
-                self.vals.insert(id, view);
-                return Ok(());
-            }
-        }
-        self.host_op(id, &op)
+/// A Slice: a block of channels of an activation in SRAM is a view of it (the same
+/// buffer at an offset of `start` channel pitches, the same pitches, fewer
+/// channels); any other slice, or of a spilled activation, runs on the host. The
+/// output shares the input's quantization (the quantizer guarantees it).
+pub(crate) fn slice_any(walk: &mut Walk<'_>, id: NodeId) -> Result<(), String> {
+    let src = walk.g.node_inputs(id)[0];
+    let op = walk.g.node(id).op.clone();
+    let Op::Slice { axes, starts, ends } = &op else {
+        return Err("not a slice".into());
+    };
+    let (a, b) = (walk.g.value_type(src), &walk.g.node(id).outputs[0]);
+    if a.quant != b.quant || a.dtype != b.dtype {
+        return Err("slice changes the quantization".into());
     }
-
-    /// DRAM copy of operand `v` of host node `id`; `wrote` is set if a DMA_WRITE
-    /// was needed (the STOP must then follow it). A spilled activation comes back
-    /// through SRAM first (`spill.rs`).
-    fn host_operand(&mut self, id: NodeId, v: Value, wrote: &mut bool) -> Result<DramVal, String> {
-        if let Some(d) = self.host.vals.get(&v.node) {
-            return Ok(d.clone());
+    if let ([1], [start], [end], true) = (
+        axes.as_slice(),
+        starts.as_slice(),
+        ends.as_slice(),
+        walk.vals.contains_key(&src.node),
+    ) {
+        if let Some(p) = walk.use_value(src) {
+            let (start, end) = (
+                u32::try_from(*start).map_err(|_| "slice start")?,
+                u32::try_from(*end).map_err(|_| "slice end")?,
+            );
+            let view = Placed {
+                act: Act {
+                    c: end - start,
+                    ..p.act.clone()
+                },
+                buf: p.buf,
+                off: p.off + u64::from(start) * u64::from(p.act.chan_pitch),
+            };
+            walk.vals.insert(id, view);
+            return Ok(());
         }
-        let node = self.g.node(v.node);
-        let name = node.name.clone();
-        let d = if let Op::Constant(c) = node.op {
-            self.host_constant(&name, self.g.constant(c).data.clone(), self.g.value_type(v))?
-        } else {
-            self.materialize(id, v);
-            let p = self.use_value(v).ok_or("operand is not an activation")?;
-            let t = self.g.value_type(v).clone();
-            // The planar SRAM layout is dense NCHW: one DMA moves it.
-            let desc = code_desc(&name, &t, IoLayout::Dense)?;
-            let tensor = self.host.scratch(span(&desc));
-            for j in self.dma_bands(&name, &p) {
-                self.host.fixups.push((j, tensor));
-            }
-            *wrote = true;
-            DramVal { tensor, desc }
-        };
-        self.host.vals.insert(v.node, d.clone());
-        Ok(d)
     }
+    host_op(walk, id, &op)
+}
 
-    /// A constant operand, stored in the DRAM image: float32, 8-bit codes with their
-    /// quantization, or other integers as int64.
-    fn host_constant(
-        &mut self,
-        name: &str,
-        data: TensorData,
-        t: &TensorType,
-    ) -> Result<DramVal, String> {
-        let (scale, zero_point) = match t.quant {
-            Some(nnac_ir::Quant::PerTensor { scale, zero_point }) => (scale, zero_point),
-            _ => (1.0, 0),
-        };
-        let (dtype, bytes): (IoDtype, Vec<u8>) = match data {
-            TensorData::F32(v) => (
-                IoDtype::Float32,
-                v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            ),
-            TensorData::I8(v) => (IoDtype::Int8, v.iter().map(|&x| x as u8).collect()),
-            TensorData::U8(v) => (IoDtype::Uint8, v),
-            TensorData::I32(v) => (
-                IoDtype::Int64,
-                v.iter().flat_map(|&x| i64::from(x).to_le_bytes()).collect(),
-            ),
-            TensorData::I64(v) => (
-                IoDtype::Int64,
-                v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            ),
-        };
-        let (scale, zero_point) = if dtype == IoDtype::Float32 {
-            (1.0, 0)
-        } else {
-            (scale, zero_point)
-        };
-        let desc = IoDesc {
-            name: name.to_string(),
-            dir: IoDir::Input,
-            dtype,
-            shape: shape_u32(&t.shape)?,
-            dram_addr: 0,
-            layout: IoLayout::Dense,
-            scale,
-            zero_point,
-        };
-        desc.validate()?;
-        let at = self.dram_part(&bytes);
-        let tensor = self.host.tensor(DramRef::Image(at));
-        Ok(DramVal { tensor, desc })
+/// DRAM copy of operand `v` of host node `id`; `wrote` is set if a DMA_WRITE
+/// was needed (the STOP must then follow it). A spilled activation comes back
+/// through SRAM first (`spill.rs`).
+fn host_operand(
+    walk: &mut Walk<'_>,
+    id: NodeId,
+    v: Value,
+    wrote: &mut bool,
+) -> Result<DramVal, String> {
+    if let Some(d) = walk.host.vals.get(&v.node) {
+        return Ok(d.clone());
     }
+    let node = walk.g.node(v.node);
+    let name = node.name.clone();
+    let d = if let Op::Constant(c) = node.op {
+        host_constant(
+            walk,
+            &name,
+            walk.g.constant(c).data.clone(),
+            walk.g.value_type(v),
+        )?
+    } else {
+        spill::materialize(walk, id, v);
+        let p = walk.use_value(v).ok_or("operand is not an activation")?;
+        let t = walk.g.value_type(v).clone();
+        // The planar SRAM layout is dense NCHW: one DMA moves it.
+        let desc = code_desc(&name, &t, IoLayout::Dense)?;
+        let tensor = walk.host.scratch(span(&desc));
+        for j in dma_bands(walk, &name, &p) {
+            walk.host.fixups.push((j, tensor));
+        }
+        *wrote = true;
+        DramVal { tensor, desc }
+    };
+    walk.host.vals.insert(v.node, d.clone());
+    Ok(d)
+}
 
-    /// Ends the current segment with a STOP.
-    fn stop(&mut self, node: &str) {
-        self.out.jobs.push(Job {
+/// A constant operand, stored in the DRAM image: float32, 8-bit codes with their
+/// quantization, or other integers as int64.
+fn host_constant(
+    walk: &mut Walk<'_>,
+    name: &str,
+    data: TensorData,
+    t: &TensorType,
+) -> Result<DramVal, String> {
+    let (scale, zero_point) = match t.quant {
+        Some(nnac_ir::Quant::PerTensor { scale, zero_point }) => (scale, zero_point),
+        _ => (1.0, 0),
+    };
+    let (dtype, bytes): (IoDtype, Vec<u8>) = match data {
+        TensorData::F32(v) => (
+            IoDtype::Float32,
+            v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        ),
+        TensorData::I8(v) => (IoDtype::Int8, v.iter().map(|&x| x as u8).collect()),
+        TensorData::U8(v) => (IoDtype::Uint8, v),
+        TensorData::I32(v) => (
+            IoDtype::Int64,
+            v.iter().flat_map(|&x| i64::from(x).to_le_bytes()).collect(),
+        ),
+        TensorData::I64(v) => (
+            IoDtype::Int64,
+            v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        ),
+    };
+    let (scale, zero_point) = if dtype == IoDtype::Float32 {
+        (1.0, 0)
+    } else {
+        (scale, zero_point)
+    };
+    let desc = IoDesc {
+        name: name.to_string(),
+        dir: IoDir::Input,
+        dtype,
+        shape: shape_u32(&t.shape)?,
+        dram_addr: 0,
+        layout: IoLayout::Dense,
+        scale,
+        zero_point,
+    };
+    desc.validate()?;
+    let at = walk.dram_part(&bytes);
+    let tensor = walk.host.tensor(DramRef::Image(at));
+    Ok(DramVal { tensor, desc })
+}
+
+/// Ends the current segment with a STOP.
+fn stop(walk: &mut Walk<'_>, node: &str) {
+    walk.out.jobs.push(Job {
+        node: node.to_string(),
+        kind: JobKind::Stop,
+    });
+    walk.host.stops += 1;
+}
+
+/// Lowers host node `id` running `op` (see the module docs).
+pub(crate) fn host_op(walk: &mut Walk<'_>, id: NodeId, op: &Op) -> Result<(), String> {
+    let name = walk.g.node(id).name.clone();
+    let mut wrote = false;
+    let inputs = walk
+        .g
+        .node_inputs(id)
+        .into_iter()
+        .map(|v| host_operand(walk, id, v, &mut wrote))
+        .collect::<Result<Vec<_>, _>>()?;
+    if wrote || walk.host.stops == 0 {
+        stop(walk, &name);
+    }
+    let out_t = walk.g.node(id).outputs[0].clone();
+    let sram = needs_sram(walk, id);
+    let placed = if sram {
+        Some(walk.define(id).map_err(|e| e.detail())?)
+    } else {
+        None
+    };
+    let mut desc = code_desc(&name, &out_t, IoLayout::Dense)?;
+    desc.dir = IoDir::Output;
+    let tensor = walk.host.scratch(span(&desc));
+    let output = DramVal { tensor, desc };
+    walk.host.recs.push(HostRec {
+        segment: walk.host.stops - 1,
+        name: name.clone(),
+        op: nnac_ir::op_to_text(op),
+        inputs,
+        output: output.clone(),
+    });
+    walk.host.vals.insert(id, output);
+    if let Some(p) = placed {
+        let dma = Walk::act_dma(&p.act, 0);
+        walk.host.fixups.push((walk.out.jobs.len(), tensor));
+        walk.out.jobs.push(Job {
+            node: name.clone(),
+            kind: JobKind::Read { loc: p.loc(), dma },
+        });
+        read_cand(walk, &p);
+    }
+    walk.out
+        .layers
+        .push((name, format!("HOST {}", op.mnemonic()), 0));
+    Ok(())
+}
+
+/// A graph output whose value a host op left in DRAM: its descriptor points at
+/// that DRAM (no DMA). Returns false if the value is not in DRAM.
+pub(crate) fn host_graph_output(walk: &mut Walk<'_>, name: &str, v: Value) -> bool {
+    let Some(d) = walk.host.vals.get(&v.node).cloned() else {
+        return false;
+    };
+    let k = walk.out.io.len();
+    match walk.host.tensors[d.tensor] {
+        DramRef::Scratch(_) => walk.host.tensors[d.tensor] = DramRef::Io(k),
+        DramRef::Io(first) => walk.host.io_alias.push((k, first)),
+        DramRef::Image(_) => return false,
+    }
+    walk.out.io.push(IoDesc {
+        name: name.to_string(),
+        dir: IoDir::Output,
+        ..d.desc
+    });
+    true
+}
+
+/// Resolves every tensor address (scratch after the DRAM image and the I/O
+/// tensors), patches the DMA jobs and I/O aliases, and returns the host ops.
+pub(crate) fn finish_host(walk: &mut Walk<'_>) -> Vec<HostOp> {
+    let io_end = walk
+        .out
+        .io
+        .iter()
+        .map(|d| d.dram_addr + span(d))
+        .fold(walk.out.dram.len() as u64, u64::max);
+    let st = &walk.host;
+    for &(k, first) in &st.io_alias {
+        walk.out.io[k].dram_addr = walk.out.io[first].dram_addr;
+    }
+    let base = io_end.div_ceil(DRAM_ALIGN) * DRAM_ALIGN;
+    let addr = |t: usize| match st.tensors[t] {
+        DramRef::Image(a) => a,
+        DramRef::Scratch(off) => base + off,
+        DramRef::Io(k) => walk.out.io[k].dram_addr,
+    };
+    let resolved: Vec<u64> = (0..st.tensors.len()).map(addr).collect();
+    for &(j, t) in &st.fixups {
+        if let JobKind::Read { dma, .. } | JobKind::Write { dma, .. } = &mut walk.out.jobs[j].kind {
+            dma.dram_addr += resolved[t];
+        }
+    }
+    let desc = |v: &DramVal, dir: IoDir| IoDesc {
+        dram_addr: resolved[v.tensor],
+        dir,
+        ..v.desc.clone()
+    };
+    st.recs
+        .iter()
+        .map(|r| HostOp {
+            segment: r.segment,
+            name: r.name.clone(),
+            op: r.op.clone(),
+            inputs: r.inputs.iter().map(|v| desc(v, IoDir::Input)).collect(),
+            output: desc(&r.output, IoDir::Output),
+        })
+        .collect()
+}
+
+/// DMAs writing the whole activation `p` to a dense DRAM tensor (`dram_addr`
+/// relative to the tensor): a value whose producers finish it in several pixel
+/// tiles goes out in bands of rows ([`Act::band_dmas`]), so that band `i` moves
+/// while band `i + 1` computes; otherwise one DMA. Returns the job indices.
+pub(crate) fn dma_bands(walk: &mut Walk<'_>, node: &str, p: &Placed) -> Vec<usize> {
+    let n = crate::schedule::bands::write_count(&walk.out.jobs, p, walk.hw);
+    if n > 1 {
+        walk.out.banded.insert(p.buf);
+    }
+    let (loc, mut jobs) = (p.loc(), Vec::new());
+    for dma in p.act.band_dmas(p.act.h.div_ceil(n)) {
+        jobs.push(walk.out.jobs.len());
+        walk.out.jobs.push(Job {
             node: node.to_string(),
-            kind: JobKind::Stop,
+            kind: JobKind::Write { loc, dma },
         });
-        self.host.stops += 1;
     }
+    jobs
+}
 
-    /// Lowers host node `id` running `op` (see the module docs).
-    pub(crate) fn host_op(&mut self, id: NodeId, op: &Op) -> Result<(), String> {
-        let name = self.g.node(id).name.clone();
-        let mut wrote = false;
-        let inputs = self
-            .g
-            .node_inputs(id)
-            .into_iter()
-            .map(|v| self.host_operand(id, v, &mut wrote))
-            .collect::<Result<Vec<_>, _>>()?;
-        if wrote || self.host.stops == 0 {
-            self.stop(&name);
-        }
-        let out_t = self.g.node(id).outputs[0].clone();
-        let sram = self.needs_sram(id);
-        let placed = if sram {
-            Some(self.define(id).map_err(|e| e.detail())?)
-        } else {
-            None
-        };
-        let mut desc = code_desc(&name, &out_t, IoLayout::Dense)?;
-        desc.dir = IoDir::Output;
-        let tensor = self.host.scratch(span(&desc));
-        let output = DramVal { tensor, desc };
-        self.host.recs.push(HostRec {
-            segment: self.host.stops - 1,
-            name: name.clone(),
-            op: nnac_ir::op_to_text(op),
-            inputs,
-            output: output.clone(),
-        });
-        self.host.vals.insert(id, output);
-        if let Some(p) = placed {
-            let dma = Self::act_dma(&p.act, 0);
-            self.host.fixups.push((self.out.jobs.len(), tensor));
-            self.out.jobs.push(Job {
-                node: name.clone(),
-                kind: JobKind::Read { loc: p.loc(), dma },
-            });
-            self.read_cand(&p);
-        }
-        self.out
-            .layers
-            .push((name, format!("HOST {}", op.mnemonic()), 0));
-        Ok(())
-    }
-
-    /// A graph output whose value a host op left in DRAM: its descriptor points at
-    /// that DRAM (no DMA). Returns false if the value is not in DRAM.
-    pub(crate) fn host_graph_output(&mut self, name: &str, v: Value) -> bool {
-        let Some(d) = self.host.vals.get(&v.node).cloned() else {
-            return false;
-        };
-        let k = self.out.io.len();
-        match self.host.tensors[d.tensor] {
-            DramRef::Scratch(_) => self.host.tensors[d.tensor] = DramRef::Io(k),
-            DramRef::Io(first) => self.host.io_alias.push((k, first)),
-            DramRef::Image(_) => return false,
-        }
-        self.out.io.push(IoDesc {
-            name: name.to_string(),
-            dir: IoDir::Output,
-            ..d.desc
-        });
-        true
-    }
-
-    /// Resolves every tensor address (scratch after the DRAM image and the I/O
-    /// tensors), patches the DMA jobs and I/O aliases, and returns the host ops.
-    pub(crate) fn finish_host(&mut self) -> Vec<HostOp> {
-        let io_end = self
-            .out
-            .io
-            .iter()
-            .map(|d| d.dram_addr + span(d))
-            .fold(self.out.dram.len() as u64, u64::max);
-        let st = &self.host;
-        for &(k, first) in &st.io_alias {
-            self.out.io[k].dram_addr = self.out.io[first].dram_addr;
-        }
-        let base = io_end.div_ceil(DRAM_ALIGN) * DRAM_ALIGN;
-        let addr = |t: usize| match st.tensors[t] {
-            DramRef::Image(a) => a,
-            DramRef::Scratch(off) => base + off,
-            DramRef::Io(k) => self.out.io[k].dram_addr,
-        };
-        let resolved: Vec<u64> = (0..st.tensors.len()).map(addr).collect();
-        for &(j, t) in &st.fixups {
-            if let JobKind::Read { dma, .. } | JobKind::Write { dma, .. } =
-                &mut self.out.jobs[j].kind
-            {
-                dma.dram_addr += resolved[t];
-            }
-        }
-        let desc = |v: &DramVal, dir: IoDir| IoDesc {
-            dram_addr: resolved[v.tensor],
-            dir,
-            ..v.desc.clone()
-        };
-        st.recs
-            .iter()
-            .map(|r| HostOp {
-                segment: r.segment,
-                name: r.name.clone(),
-                op: r.op.clone(),
-                inputs: r.inputs.iter().map(|v| desc(v, IoDir::Input)).collect(),
-                output: desc(&r.output, IoDir::Output),
-            })
-            .collect()
+/// Records `p`, read whole from DRAM by one DMA, for `bands::reads`.
+pub(crate) fn read_cand(walk: &mut Walk<'_>, p: &Placed) {
+    if p.off == 0 && crate::schedule::bands::planar(&p.act) {
+        walk.out.read_cands.push((p.buf, p.act.clone()));
     }
 }

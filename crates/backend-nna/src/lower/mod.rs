@@ -10,7 +10,9 @@
 
 pub mod dot;
 pub mod eltwise_hwc;
+pub mod fields;
 pub mod gap;
+pub mod graph;
 pub mod host;
 pub mod pool_apart;
 pub mod pool_bands;

@@ -15,98 +15,96 @@ use crate::base::act::Act;
 use crate::base::job::{tiles, DotOpcode, Job, JobKind, Loc};
 use crate::base::params::weight_blocks;
 use crate::base::walk::Walk;
-use crate::lower::dot::{dot_base, out_fields};
+use crate::lower::fields::{dot_base, out_fields};
 use crate::lower::simd::identity_program;
 use nnac_isa::{DotProduct, PoolKind};
 
-impl Walk<'_> {
-    /// Pushes the unpooled dot product `t` (its pooling fields say how to pool) into a
-    /// temporary buffer and the pooling CONV into the output `out` (at `bufs[2]`).
-    /// `bufs`: input, weights, output, bias, channel table of `t`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn pool_apart(
-        &mut self,
-        name: &str,
-        opcode: DotOpcode,
-        t: DotProduct,
-        bufs: [Loc; 5],
-        out: &Act,
-        block: u32,
-        mnemonic: &str,
-    ) -> Result<(), String> {
-        let (oh, ow, c) = (t.out_h, t.out_w, t.out_c);
-        let tmp_act = Act {
-            h: oh,
-            w: ow,
-            c,
-            pix_pitch: 1,
-            row_pitch: ow,
-            chan_pitch: oh * ow,
-            ..out.clone()
-        };
-        let tmp = self.new_buf(name, tmp_act.bytes());
-        let mut dot = DotProduct {
-            pool: PoolKind::None,
-            pool_win: 0,
-            pool_stride: 0,
-            pool_count_pad: false,
-            pool_pad_top: 0,
-            pool_pad_left: 0,
-            pool_pad_bottom: 0,
-            pool_pad_right: 0,
-            ..t.clone()
-        };
-        out_fields(&mut dot, &tmp_act)?;
-        let cols = self.hw.mac_cols;
-        let dot_tiles = tiles(oh * ow, c, self.tile_pixels, cols);
-        let mut pool = DotProduct {
-            out_h: oh,
-            out_w: ow,
-            out_c: c,
-            kernel_h: 1,
-            kernel_w: 1,
-            groups: c,
-            bias_en: false,
-            pool: t.pool,
-            pool_win: t.pool_win,
-            pool_stride: t.pool_stride,
-            pool_count_pad: t.pool_count_pad,
-            pool_pad_top: t.pool_pad_top,
-            pool_pad_left: t.pool_pad_left,
-            pool_pad_bottom: t.pool_pad_bottom,
-            pool_pad_right: t.pool_pad_right,
-            ..dot_base(&tmp_act, identity_program(tmp_act.signed))?
-        };
-        out_fields(&mut pool, out)?;
-        let ones = self.param(name, &weight_blocks(c as usize, 1, cols as usize, |_, _| 1));
-        let pool_tiles = tiles(oh * ow, c, oh * ow, cols);
-        self.out.layers.push((
-            name.to_string(),
-            mnemonic.into(),
-            dot_tiles.len() + pool_tiles.len(),
-        ));
-        self.out.jobs.push(Job {
-            node: name.to_string(),
-            kind: JobKind::Dot {
-                opcode,
-                t: dot,
-                bufs: [bufs[0], bufs[1], (tmp, 0), bufs[3], bufs[4]],
-                block,
-                w_group0: 0,
-                tiles: dot_tiles,
-            },
-        });
-        self.out.jobs.push(Job {
-            node: name.to_string(),
-            kind: JobKind::Dot {
-                opcode: DotOpcode::Conv,
-                t: pool,
-                bufs: [(tmp, 0), (ones, 0), bufs[2], (ones, 0), (ones, 0)],
-                block: cols,
-                w_group0: 0,
-                tiles: pool_tiles,
-            },
-        });
-        Ok(())
-    }
+/// Pushes the unpooled dot product `t` (its pooling fields say how to pool) into a
+/// temporary buffer and the pooling CONV into the output `out` (at `bufs[2]`).
+/// `bufs`: input, weights, output, bias, channel table of `t`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pool_apart(
+    walk: &mut Walk<'_>,
+    name: &str,
+    opcode: DotOpcode,
+    t: DotProduct,
+    bufs: [Loc; 5],
+    out: &Act,
+    block: u32,
+    mnemonic: &str,
+) -> Result<(), String> {
+    let (oh, ow, c) = (t.out_h, t.out_w, t.out_c);
+    let tmp_act = Act {
+        h: oh,
+        w: ow,
+        c,
+        pix_pitch: 1,
+        row_pitch: ow,
+        chan_pitch: oh * ow,
+        ..out.clone()
+    };
+    let tmp = walk.new_buf(name, tmp_act.bytes());
+    let mut dot = DotProduct {
+        pool: PoolKind::None,
+        pool_win: 0,
+        pool_stride: 0,
+        pool_count_pad: false,
+        pool_pad_top: 0,
+        pool_pad_left: 0,
+        pool_pad_bottom: 0,
+        pool_pad_right: 0,
+        ..t.clone()
+    };
+    out_fields(&mut dot, &tmp_act)?;
+    let cols = walk.hw.mac_cols;
+    let dot_tiles = tiles(oh * ow, c, walk.tile_pixels, cols);
+    let mut pool = DotProduct {
+        out_h: oh,
+        out_w: ow,
+        out_c: c,
+        kernel_h: 1,
+        kernel_w: 1,
+        groups: c,
+        bias_en: false,
+        pool: t.pool,
+        pool_win: t.pool_win,
+        pool_stride: t.pool_stride,
+        pool_count_pad: t.pool_count_pad,
+        pool_pad_top: t.pool_pad_top,
+        pool_pad_left: t.pool_pad_left,
+        pool_pad_bottom: t.pool_pad_bottom,
+        pool_pad_right: t.pool_pad_right,
+        ..dot_base(&tmp_act, identity_program(tmp_act.signed))?
+    };
+    out_fields(&mut pool, out)?;
+    let ones = walk.param(name, &weight_blocks(c as usize, 1, cols as usize, |_, _| 1));
+    let pool_tiles = tiles(oh * ow, c, oh * ow, cols);
+    walk.out.layers.push((
+        name.to_string(),
+        mnemonic.into(),
+        dot_tiles.len() + pool_tiles.len(),
+    ));
+    walk.out.jobs.push(Job {
+        node: name.to_string(),
+        kind: JobKind::Dot {
+            opcode,
+            t: dot,
+            bufs: [bufs[0], bufs[1], (tmp, 0), bufs[3], bufs[4]],
+            block,
+            w_group0: 0,
+            tiles: dot_tiles,
+        },
+    });
+    walk.out.jobs.push(Job {
+        node: name.to_string(),
+        kind: JobKind::Dot {
+            opcode: DotOpcode::Conv,
+            t: pool,
+            bufs: [(tmp, 0), (ones, 0), bufs[2], (ones, 0), (ones, 0)],
+            block: cols,
+            w_group0: 0,
+            tiles: pool_tiles,
+        },
+    });
+    Ok(())
 }

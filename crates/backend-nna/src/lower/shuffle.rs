@@ -19,9 +19,11 @@
 //! copies also work on band buffers of a layer split into row bands (`split_px.rs`).
 
 use crate::base::job::{tiles, Job, JobKind, Loc};
+use crate::base::spill_state::Src;
 use crate::base::walk::Walk;
 use crate::lower::simd::identity_program;
-use crate::place::spill::Src;
+use crate::place::spill;
+use crate::place::split_px;
 use nnac_ir::NodeId;
 use nnac_isa::Scale;
 
@@ -95,59 +97,61 @@ impl Copies {
     }
 }
 
-impl Walk<'_> {
-    pub(crate) fn channel_shuffle(&mut self, id: NodeId, groups: usize) -> Result<(), String> {
-        let ins = self.g.node_inputs(id);
-        let name = self.g.node(id).name.clone();
-        let xs = self.source(ins[0]).ok_or("input is not an activation")?;
-        let xa = xs.act().clone();
-        // The verifier (`check_graph`) guarantees `groups > 0` dividing the channels
-        // and an output of the input's shape, type and quantization.
-        let g = u32::try_from(groups).map_err(|_| format!("{groups} groups"))?;
-        let out = self.px_output(id)?;
-        let oa = out.act().clone();
-        let v = copies(xa.c, g);
-        let t = Scale {
-            h: xa.h,
-            w: xa.w,
-            c: v.chans,
-            in_row_pitch: xa.row_pitch,
-            in_pix_pitch: xa.pix_pitch,
-            out_row_pitch: oa.row_pitch,
-            out_pix_pitch: oa.pix_pitch,
-            in_signed: xa.signed,
-            out_signed: oa.signed,
-            in_zero: 0,
-            simd: identity_program(oa.signed),
-            ..Scale::default()
-        };
-        let (tp, tc) = (self.tile_pixels, self.hw.mac_cols);
-        if self.out.sp.px_split {
-            return self.px_split(id, &[xs], out, None, |rows, l, o| {
-                v.jobs(&t, rows, l[0], o, tp, tc)
-            });
-        }
-        let (Src::Sram(x), Src::Sram(out)) = (xs, out) else {
-            return Err("spilled operand of an unsplit channel shuffle".into());
-        };
-        let jobs = v.jobs(
-            &t,
-            xa.h,
-            (x.loc(), xa.chan_pitch),
-            (out.loc(), oa.chan_pitch),
-            tp,
-            tc,
-        );
-        let total = jobs.iter().map(JobKind::instr_count).sum();
-        self.out.layers.push((name.clone(), "SCALE".into(), total));
-        for kind in jobs {
-            self.out.jobs.push(Job {
-                node: name.clone(),
-                kind,
-            });
-        }
-        Ok(())
+pub(crate) fn channel_shuffle(
+    walk: &mut Walk<'_>,
+    id: NodeId,
+    groups: usize,
+) -> Result<(), String> {
+    let ins = walk.g.node_inputs(id);
+    let name = walk.g.node(id).name.clone();
+    let xs = spill::source(walk, ins[0]).ok_or("input is not an activation")?;
+    let xa = xs.act().clone();
+    // The verifier (`check_graph`) guarantees `groups > 0` dividing the channels
+    // and an output of the input's shape, type and quantization.
+    let g = u32::try_from(groups).map_err(|_| format!("{groups} groups"))?;
+    let out = split_px::px_output(walk, id)?;
+    let oa = out.act().clone();
+    let v = copies(xa.c, g);
+    let t = Scale {
+        h: xa.h,
+        w: xa.w,
+        c: v.chans,
+        in_row_pitch: xa.row_pitch,
+        in_pix_pitch: xa.pix_pitch,
+        out_row_pitch: oa.row_pitch,
+        out_pix_pitch: oa.pix_pitch,
+        in_signed: xa.signed,
+        out_signed: oa.signed,
+        in_zero: 0,
+        simd: identity_program(oa.signed),
+        ..Scale::default()
+    };
+    let (tp, tc) = (walk.tile_pixels, walk.hw.mac_cols);
+    if walk.out.sp.px_split {
+        return split_px::px_split(walk, id, &[xs], out, None, |rows, l, o| {
+            v.jobs(&t, rows, l[0], o, tp, tc)
+        });
     }
+    let (Src::Sram(x), Src::Sram(out)) = (xs, out) else {
+        return Err("spilled operand of an unsplit channel shuffle".into());
+    };
+    let jobs = v.jobs(
+        &t,
+        xa.h,
+        (x.loc(), xa.chan_pitch),
+        (out.loc(), oa.chan_pitch),
+        tp,
+        tc,
+    );
+    let total = jobs.iter().map(JobKind::instr_count).sum();
+    walk.out.layers.push((name.clone(), "SCALE".into(), total));
+    for kind in jobs {
+        walk.out.jobs.push(Job {
+            node: name.clone(),
+            kind,
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

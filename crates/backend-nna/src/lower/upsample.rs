@@ -19,62 +19,65 @@
 
 use crate::base::act::scale_over;
 use crate::base::job::{tiles, Job, JobKind};
+use crate::base::spill_state::Src;
 use crate::base::walk::Walk;
 use crate::lower::simd::identity_program;
-use crate::place::spill::Src;
+use crate::place::spill;
 use nnac_ir::NodeId;
 use nnac_isa::Scale;
 
-impl Walk<'_> {
-    pub(crate) fn upsample(&mut self, id: NodeId, [fh, fw]: [usize; 2]) -> Result<(), String> {
-        let ins = self.g.node_inputs(id);
-        let name = self.g.node(id).name.clone();
-        let xs = self.source(ins[0]).ok_or("input is not an activation")?;
-        let xa = xs.act().clone();
-        let (fh, fw) = (
-            u32::try_from(fh).map_err(|_| format!("factor {fh}"))?,
-            u32::try_from(fw).map_err(|_| format!("factor {fw}"))?,
-        );
-        let out = Src::Sram(self.define(id).map_err(|e| e.detail())?);
-        let (Src::Sram(x), Src::Sram(o)) = (xs, out) else {
-            return Err("spilled operand of an upsample (prepare brings it in whole)".into());
-        };
-        let oa = o.act.clone();
-        let pitch = |p: u32, f: u32| {
-            p.checked_mul(f)
-                .ok_or_else(|| format!("output pitch {p} x {f} overflows"))
-        };
-        let strided = (
-            pitch(oa.row_pitch, fh)?,
-            pitch(oa.pix_pitch, fw)?,
-            oa.chan_pitch,
-        );
-        let t = Scale {
-            in_zero: 0,
-            simd: identity_program(oa.signed),
-            ..scale_over(&xa, strided, oa.signed)
-        };
-        let (ob, oo) = o.loc();
-        let tl = tiles(xa.pixels(), xa.c, self.tile_pixels, self.hw.mac_cols);
-        let mut total = 0;
-        for dy in 0..fh {
-            for dx in 0..fw {
-                let phase = u64::from(dy) * u64::from(oa.row_pitch)
-                    + u64::from(dx) * u64::from(oa.pix_pitch);
-                let kind = JobKind::Scale {
-                    t: t.clone(),
-                    // No channel table is read; any buffer will do for its address.
-                    bufs: [x.loc(), (ob, oo + phase), x.loc()],
-                    tiles: tl.clone(),
-                };
-                total += kind.instr_count();
-                self.out.jobs.push(Job {
-                    node: name.clone(),
-                    kind,
-                });
-            }
+pub(crate) fn upsample(
+    walk: &mut Walk<'_>,
+    id: NodeId,
+    [fh, fw]: [usize; 2],
+) -> Result<(), String> {
+    let ins = walk.g.node_inputs(id);
+    let name = walk.g.node(id).name.clone();
+    let xs = spill::source(walk, ins[0]).ok_or("input is not an activation")?;
+    let xa = xs.act().clone();
+    let (fh, fw) = (
+        u32::try_from(fh).map_err(|_| format!("factor {fh}"))?,
+        u32::try_from(fw).map_err(|_| format!("factor {fw}"))?,
+    );
+    let out = Src::Sram(walk.define(id).map_err(|e| e.detail())?);
+    let (Src::Sram(x), Src::Sram(o)) = (xs, out) else {
+        return Err("spilled operand of an upsample (prepare brings it in whole)".into());
+    };
+    let oa = o.act.clone();
+    let pitch = |p: u32, f: u32| {
+        p.checked_mul(f)
+            .ok_or_else(|| format!("output pitch {p} x {f} overflows"))
+    };
+    let strided = (
+        pitch(oa.row_pitch, fh)?,
+        pitch(oa.pix_pitch, fw)?,
+        oa.chan_pitch,
+    );
+    let t = Scale {
+        in_zero: 0,
+        simd: identity_program(oa.signed),
+        ..scale_over(&xa, strided, oa.signed)
+    };
+    let (ob, oo) = o.loc();
+    let tl = tiles(xa.pixels(), xa.c, walk.tile_pixels, walk.hw.mac_cols);
+    let mut total = 0;
+    for dy in 0..fh {
+        for dx in 0..fw {
+            let phase =
+                u64::from(dy) * u64::from(oa.row_pitch) + u64::from(dx) * u64::from(oa.pix_pitch);
+            let kind = JobKind::Scale {
+                t: t.clone(),
+                // No channel table is read; any buffer will do for its address.
+                bufs: [x.loc(), (ob, oo + phase), x.loc()],
+                tiles: tl.clone(),
+            };
+            total += kind.instr_count();
+            walk.out.jobs.push(Job {
+                node: name.clone(),
+                kind,
+            });
         }
-        self.out.layers.push((name, "SCALE".into(), total));
-        Ok(())
     }
+    walk.out.layers.push((name, "SCALE".into(), total));
+    Ok(())
 }

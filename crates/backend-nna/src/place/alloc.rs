@@ -7,15 +7,7 @@
 //! space first, then the lowest address), so that `crate::place::prefetch` can load it
 //! as many steps ahead as possible.
 
-/// One buffer to place.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Buffer {
-    /// The layer (node name) the buffer belongs to, for errors.
-    pub owner: String,
-    pub size: u64,
-    pub first: usize,
-    pub last: usize,
-}
+use crate::base::buffer::Buffer;
 
 /// The placement.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,10 +13,10 @@
 //! fill is passed in a way that matters. Deterministic: a pure function of the
 //! placement.
 
+use crate::base::buffer::Buffer;
 use crate::base::job::Job;
-use crate::place::alloc::Buffer;
+use crate::base::spill_state::SpillState;
 use crate::place::prefetch_est::Estimate;
-use crate::place::spill::SpillState;
 use nnac_isa::HwConfig;
 
 /// The first step at which `p`'s SRAM range `[a, a + size)` is free of every other

@@ -14,7 +14,7 @@
 //! MAC array works, and whether a load brought forward delays one needed sooner.
 
 use crate::base::job::{Job, JobKind};
-use crate::place::spill::SpillState;
+use crate::base::spill_state::SpillState;
 use crate::schedule::bands::{dma_cycles, tile_cycles};
 use nnac_isa::HwConfig;
 

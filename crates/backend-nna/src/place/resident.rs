@@ -15,12 +15,12 @@
 //! rest (and the weights of layers split into row bands) keep streaming every
 //! frame.
 
+use crate::base::buffer::Buffer;
+use crate::base::buffer::SRAM_ALIGN;
 use crate::base::job::{Job, JobKind};
-use crate::base::walk::{Lowered, Walk};
+use crate::base::walk::Lowered;
 use crate::place::alloc::{self, Placement};
 use crate::schedule::bands::{dma_cycles, tile_cycles};
-use crate::{BackendError, SRAM_ALIGN};
-use nnac_ir::Graph;
 use nnac_isa::HwConfig;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -90,22 +90,17 @@ pub struct Pinned {
     pub residency: Residency,
 }
 
-/// Pins every parameter buffer if they all fit with the activations; otherwise the
-/// reason they do not.
-pub fn try_pin(
-    graph: &Graph,
-    hw: &HwConfig,
-    tp: u32,
-) -> Result<Result<Pinned, String>, BackendError> {
-    let mut low = Walk::new(graph, hw, tp).run()?;
+/// Pins every parameter buffer of `low` (a walk without a plan) if they all fit with
+/// the activations; otherwise the reason they do not.
+pub fn try_pin(mut low: Lowered, hw: &HwConfig) -> Result<Pinned, String> {
     if low.sp.param_bufs.is_empty() {
-        return Ok(Err("the program has no parameters".into()));
+        return Err("the program has no parameters".into());
     }
     if !low.sp.splits.is_empty() {
-        return Ok(Err(format!(
+        return Err(format!(
             "{} layer(s) must be split to fit the SRAM",
             low.sp.splits.len()
-        )));
+        ));
     }
     let end = low.bufs.iter().map(|b| b.last).max().unwrap_or(0);
     let mut bytes = 0;
@@ -118,16 +113,16 @@ pub fn try_pin(
     let placed = match alloc::place(&low.bufs, hw.sram_bytes, SRAM_ALIGN) {
         Ok(p) => p,
         Err(nf) => {
-            return Ok(Err(format!(
+            return Err(format!(
                 "parameters ({bytes} bytes) plus activations need {} bytes at layer {}, the SRAM has {}",
                 nf.needed, nf.owner, hw.sram_bytes
-            )))
+            ))
         }
     };
     let buffers = low.sp.param_bufs.len();
     let all = vec![true; low.bufs.len()];
     let stop_job = move_loads_to_prologue(&mut low, &all);
-    Ok(Ok(Pinned {
+    Ok(Pinned {
         low,
         placed,
         stop_job,
@@ -136,7 +131,7 @@ pub fn try_pin(
             bytes,
             prologue_instrs: stop_job + 1,
         },
-    }))
+    })
 }
 
 /// Moves the loads of the parameter buffers `pin` (in order) before all other jobs
@@ -312,7 +307,7 @@ fn dma_bound_layers<'a>(low: &'a Lowered, hw: &HwConfig) -> BTreeSet<&'a str> {
 /// (which needs no DMA) falls between the streamed loads and runs while they come
 /// in, instead of in one stretch with the DMA queue idle. Whatever budget that
 /// leaves is then filled in program order.
-fn choose_pins(bufs: &[alloc::Buffer], tiers: [&[usize]; 2], budget: u64) -> (Vec<bool>, u64) {
+fn choose_pins(bufs: &[Buffer], tiers: [&[usize]; 2], budget: u64) -> (Vec<bool>, u64) {
     let size = |b: usize| bufs[b].size.div_ceil(SRAM_ALIGN) * SRAM_ALIGN;
     let mut pin = vec![false; bufs.len()];
     let mut bytes = 0u64;
@@ -355,9 +350,9 @@ pub struct PartialPin {
 mod tests {
     use super::*;
 
-    fn bufs(n: usize) -> Vec<alloc::Buffer> {
+    fn bufs(n: usize) -> Vec<Buffer> {
         (0..n)
-            .map(|i| alloc::Buffer {
+            .map(|i| Buffer {
                 owner: format!("l{i}"),
                 size: 1024,
                 first: i,

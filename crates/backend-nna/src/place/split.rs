@@ -18,10 +18,11 @@
 
 use crate::base::act::Act;
 use crate::base::job::{tiles, DotOpcode, Job, JobKind, Loc};
+use crate::base::params::DotParams;
 use crate::base::params::{chan_table, i32_bytes};
+use crate::base::spill_state::{SplitLayer, Src};
 use crate::base::walk::Walk;
-use crate::lower::dot::DotParams;
-use crate::place::spill::{SplitLayer, Src};
+use crate::place::spill;
 use nnac_ir::NodeId;
 use nnac_isa::{DotProduct, PoolKind};
 
@@ -244,188 +245,175 @@ pub struct SplitDot {
     pub pooled: bool,
 }
 
-impl Walk<'_> {
-    /// A buffer of the current split step, live from the previous step if `overlap`.
-    fn split_buf(&mut self, name: &str, size: u64, overlap: bool) -> usize {
-        let b = self.new_buf(name, size);
-        if overlap {
-            self.out.bufs[b].first = self.step.saturating_sub(1);
-        }
-        b
+/// A buffer of the current split step, live from the previous step if `overlap`.
+fn split_buf(walk: &mut Walk<'_>, name: &str, size: u64, overlap: bool) -> usize {
+    let b = walk.new_buf(name, size);
+    if overlap {
+        walk.out.bufs[b].first = walk.step.saturating_sub(1);
     }
+    b
+}
 
-    fn touch(&mut self, buf: usize) {
-        let b = &mut self.out.bufs[buf];
-        b.last = b.last.max(self.step);
-    }
+fn touch(walk: &mut Walk<'_>, buf: usize) {
+    let b = &mut walk.out.bufs[buf];
+    b.last = b.last.max(walk.step);
+}
 
-    /// Lowers `d` in bands and chunks (see the module doc). `x` is its input, `out`
-    /// its output (resident or spilled); `choice` from [`choose`].
-    pub(crate) fn dot_split(
-        &mut self,
-        d: SplitDot,
-        x: Src,
-        out: Src,
-        choice: Choice,
-        mnemonic: &str,
-    ) -> Result<(), String> {
-        let name = self.g.node(d.id).name.clone();
-        let cols = self.hw.mac_cols;
-        let groups = d.t.out_c.div_ceil(cols);
-        let q = choice.per_chunk.min(groups);
-        let overlap = choice.overlap && self.prefetch_ok(Some(d.id));
-        self.out.sp.overlap = overlap;
-        let bb = self.param(&name, &i32_bytes(&d.bias));
-        let cb = self.param(&name, &chan_table(&d.entries));
-        let whole = (q >= groups).then(|| self.param(&name, &d.weights));
-        // Offsets of a band in a resident tensor are rows of `row_pitch`; a band
-        // buffer holds `rows * row_bytes()` with channel pitch `rows * row_pitch`.
-        let (xa, oa) = (x.act().clone(), out.act().clone());
-        let (in_row, out_row) = (u64::from(xa.row_pitch), u64::from(oa.row_pitch));
-        let mut total = 0usize;
-        for (bi, band) in choice.bands.iter().enumerate() {
-            if bi > 0 {
-                self.next_step();
+/// Lowers `d` in bands and chunks (see the module doc). `x` is its input, `out`
+/// its output (resident or spilled); `choice` from [`choose`].
+pub(crate) fn dot_split(
+    walk: &mut Walk<'_>,
+    d: SplitDot,
+    x: Src,
+    out: Src,
+    choice: Choice,
+    mnemonic: &str,
+) -> Result<(), String> {
+    let name = walk.g.node(d.id).name.clone();
+    let cols = walk.hw.mac_cols;
+    let groups = d.t.out_c.div_ceil(cols);
+    let q = choice.per_chunk.min(groups);
+    let overlap = choice.overlap && spill::prefetch_ok(walk, Some(d.id));
+    walk.out.sp.overlap = overlap;
+    let bb = walk.param(&name, &i32_bytes(&d.bias));
+    let cb = walk.param(&name, &chan_table(&d.entries));
+    let whole = (q >= groups).then(|| walk.param(&name, &d.weights));
+    // Offsets of a band in a resident tensor are rows of `row_pitch`; a band
+    // buffer holds `rows * row_bytes()` with channel pitch `rows * row_pitch`.
+    let (xa, oa) = (x.act().clone(), out.act().clone());
+    let (in_row, out_row) = (u64::from(xa.row_pitch), u64::from(oa.row_pitch));
+    let mut total = 0usize;
+    for (bi, band) in choice.bands.iter().enumerate() {
+        if bi > 0 {
+            next_step(walk);
+        }
+        let mut bt = band.t.clone();
+        let in_loc: Loc = match &x {
+            Src::Sram(p) => (p.buf, p.off + u64::from(band.i0) * in_row),
+            Src::Dram(h) => {
+                let rows = band.i1 - band.i0;
+                let b = split_buf(walk, &name, u64::from(rows) * xa.row_bytes(), overlap);
+                spill::move_rows(walk, &name, true, h, band.i0, (b, 0), rows);
+                bt.in_chan_pitch = xa.band_chan_pitch(rows);
+                (b, 0)
             }
-            let mut bt = band.t.clone();
-            let in_loc: Loc = match &x {
-                Src::Sram(p) => (p.buf, p.off + u64::from(band.i0) * in_row),
-                Src::Dram(h) => {
-                    let rows = band.i1 - band.i0;
-                    let b = self.split_buf(&name, u64::from(rows) * xa.row_bytes(), overlap);
-                    self.move_rows(&name, true, h, band.i0, (b, 0), rows);
-                    bt.in_chan_pitch = xa.band_chan_pitch(rows);
-                    (b, 0)
-                }
-            };
-            let out_loc: Loc = match &out {
-                Src::Sram(p) => (p.buf, p.off + u64::from(band.s0) * out_row),
-                Src::Dram(_) => {
-                    let rows = band.s1 - band.s0;
-                    bt.out_chan_pitch = oa.band_chan_pitch(rows);
-                    let size = u64::from(rows) * oa.row_bytes();
-                    (self.split_buf(&name, size, overlap), 0)
-                }
-            };
-            for q0 in (0..groups).step_by(q as usize) {
-                if q0 > 0 {
-                    self.next_step();
-                }
-                let q1 = (q0 + q).min(groups);
-                let w_loc = match whole {
-                    Some(wb) => (wb, 0),
-                    None => {
-                        let block = d.block as usize;
-                        let bytes = &d.weights[q0 as usize * block..q1 as usize * block];
-                        (self.param(&name, bytes), 0)
-                    }
-                };
-                let (c0, c1) = (q0 * cols, (q1 * cols).min(d.t.out_c));
-                let pix = band.t.out_h * band.t.out_w;
-                let tp = if d.pooled { pix } else { self.tile_pixels };
-                let mut tl = tiles(pix, c1 - c0, tp, cols);
-                for tile in &mut tl {
-                    tile.c_start += c0;
-                }
-                total += tl.len();
-                self.out.jobs.push(Job {
-                    node: name.clone(),
-                    kind: JobKind::Dot {
-                        opcode: d.opcode,
-                        t: bt.clone(),
-                        bufs: [in_loc, w_loc, out_loc, (bb, 0), (cb, 0)],
-                        block: d.block,
-                        w_group0: if whole.is_some() { 0 } else { q0 },
-                        tiles: tl,
-                    },
-                });
-                self.touch(in_loc.0);
-                self.touch(out_loc.0);
-            }
-            if let Src::Dram(h) = &out {
-                self.move_rows(&name, false, h, band.s0, out_loc, band.s1 - band.s0);
-            }
-        }
-        for b in [Some(bb), Some(cb), whole].into_iter().flatten() {
-            self.touch(b);
-        }
-        if let Src::Sram(p) = &x {
-            self.touch(p.buf);
-        }
-        if let Src::Sram(p) = &out {
-            self.touch(p.buf);
-        }
-        if let Src::Dram(h) = out {
-            self.out.sp.homes.insert(d.id, h);
-        }
-        self.out.layers.push((name.clone(), mnemonic.into(), total));
-        self.out.sp.splits.push(SplitLayer {
-            layer: name,
-            bands: choice.bands.len(),
-            groups: groups.div_ceil(q) as usize,
-        });
-        Ok(())
-    }
-
-    /// `None` if the layer runs whole (its working set fits its budget), else what
-    /// its split working set is made of. Records the layer's smallest working set.
-    pub(crate) fn split_sizes(
-        &mut self,
-        id: NodeId,
-        t: &DotProduct,
-        opcode: DotOpcode,
-        x: &Src,
-        p: &DotParams,
-    ) -> Result<Option<Sizes>, String> {
-        let node = self.g.node(id);
-        let out = Act::of(&node.name, &node.outputs[0]).map_err(|e| e.detail())?;
-        let tables = 4 * p.bias.len() as u64 + 16 * p.entries.len() as u64;
-        let (block, groups) = (u64::from(p.block), t.out_c.div_ceil(self.hw.mac_cols));
-        let xa = x.act();
-        let all_spilled = Sizes {
-            in_row: xa.row_bytes(),
-            out_row: out.row_bytes(),
-            fixed: tables,
-            block,
-            groups,
         };
-        let min = min_working_set(t, opcode, &all_spilled)?;
-        self.out.sp.min_ws.insert(id, min);
-        let whole = xa.bytes() + out.bytes() + p.weights.len() as u64 + tables;
-        let plan = &self.out.sp.plan;
-        if whole <= plan.budget_of(id, self.hw.sram_bytes)
-            && !plan.chunks_weights(p.weights.len() as u64, u64::from(p.block))
-        {
-            return Ok(None);
+        let out_loc: Loc = match &out {
+            Src::Sram(p) => (p.buf, p.off + u64::from(band.s0) * out_row),
+            Src::Dram(_) => {
+                let rows = band.s1 - band.s0;
+                bt.out_chan_pitch = oa.band_chan_pitch(rows);
+                let size = u64::from(rows) * oa.row_bytes();
+                (split_buf(walk, &name, size, overlap), 0)
+            }
+        };
+        for q0 in (0..groups).step_by(q as usize) {
+            if q0 > 0 {
+                next_step(walk);
+            }
+            let q1 = (q0 + q).min(groups);
+            let w_loc = match whole {
+                Some(wb) => (wb, 0),
+                None => {
+                    let block = d.block as usize;
+                    let bytes = &d.weights[q0 as usize * block..q1 as usize * block];
+                    (walk.param(&name, bytes), 0)
+                }
+            };
+            let (c0, c1) = (q0 * cols, (q1 * cols).min(d.t.out_c));
+            let pix = band.t.out_h * band.t.out_w;
+            let tp = if d.pooled { pix } else { walk.tile_pixels };
+            let mut tl = tiles(pix, c1 - c0, tp, cols);
+            for tile in &mut tl {
+                tile.c_start += c0;
+            }
+            total += tl.len();
+            walk.out.jobs.push(Job {
+                node: name.clone(),
+                kind: JobKind::Dot {
+                    opcode: d.opcode,
+                    t: bt.clone(),
+                    bufs: [in_loc, w_loc, out_loc, (bb, 0), (cb, 0)],
+                    block: d.block,
+                    w_group0: if whole.is_some() { 0 } else { q0 },
+                    tiles: tl,
+                },
+            });
+            touch(walk, in_loc.0);
+            touch(walk, out_loc.0);
         }
-        let x_spilled = matches!(x, Src::Dram(_));
-        let out_spilled = self.out.sp.plan.spilled.contains(&id);
-        let resident = |spilled: bool, bytes: u64| if spilled { 0 } else { bytes };
-        Ok(Some(Sizes {
-            in_row: all_spilled.in_row * u64::from(x_spilled),
-            out_row: all_spilled.out_row * u64::from(out_spilled),
-            fixed: tables + resident(x_spilled, xa.bytes()) + resident(out_spilled, out.bytes()),
-            block,
-            groups,
-        }))
-    }
-
-    /// Starts the next step of a split layer.
-    fn next_step(&mut self) {
-        self.step += 1;
-        self.mark_step();
-    }
-
-    /// The output of a split layer: its DRAM home if planned spilled, else resident.
-    pub(crate) fn split_output(&mut self, id: NodeId) -> Result<Src, String> {
-        if self.out.sp.plan.spilled.contains(&id) {
-            let node = self.g.node(id);
-            let act = Act::of(&node.name, &node.outputs[0]).map_err(|e| e.detail())?;
-            Ok(Src::Dram(self.new_home(id, act)))
-        } else {
-            Ok(Src::Sram(self.define(id).map_err(|e| e.detail())?))
+        if let Src::Dram(h) = &out {
+            spill::move_rows(walk, &name, false, h, band.s0, out_loc, band.s1 - band.s0);
         }
     }
+    for b in [Some(bb), Some(cb), whole].into_iter().flatten() {
+        touch(walk, b);
+    }
+    if let Src::Sram(p) = &x {
+        touch(walk, p.buf);
+    }
+    if let Src::Sram(p) = &out {
+        touch(walk, p.buf);
+    }
+    if let Src::Dram(h) = out {
+        walk.out.sp.homes.insert(d.id, h);
+    }
+    walk.out.layers.push((name.clone(), mnemonic.into(), total));
+    walk.out.sp.splits.push(SplitLayer {
+        layer: name,
+        bands: choice.bands.len(),
+        groups: groups.div_ceil(q) as usize,
+    });
+    Ok(())
+}
+
+/// `None` if the layer runs whole (its working set fits its budget), else what
+/// its split working set is made of. Records the layer's smallest working set.
+pub(crate) fn split_sizes(
+    walk: &mut Walk<'_>,
+    id: NodeId,
+    t: &DotProduct,
+    opcode: DotOpcode,
+    x: &Src,
+    p: &DotParams,
+) -> Result<Option<Sizes>, String> {
+    let node = walk.g.node(id);
+    let out = Act::of(&node.name, &node.outputs[0]).map_err(|e| e.detail())?;
+    let tables = 4 * p.bias.len() as u64 + 16 * p.entries.len() as u64;
+    let (block, groups) = (u64::from(p.block), t.out_c.div_ceil(walk.hw.mac_cols));
+    let xa = x.act();
+    let all_spilled = Sizes {
+        in_row: xa.row_bytes(),
+        out_row: out.row_bytes(),
+        fixed: tables,
+        block,
+        groups,
+    };
+    let min = min_working_set(t, opcode, &all_spilled)?;
+    walk.out.sp.min_ws.insert(id, min);
+    let whole = xa.bytes() + out.bytes() + p.weights.len() as u64 + tables;
+    let plan = &walk.out.sp.plan;
+    if whole <= plan.budget_of(id, walk.hw.sram_bytes)
+        && !plan.chunks_weights(p.weights.len() as u64, u64::from(p.block))
+    {
+        return Ok(None);
+    }
+    let x_spilled = matches!(x, Src::Dram(_));
+    let out_spilled = walk.out.sp.plan.spilled.contains(&id);
+    let resident = |spilled: bool, bytes: u64| if spilled { 0 } else { bytes };
+    Ok(Some(Sizes {
+        in_row: all_spilled.in_row * u64::from(x_spilled),
+        out_row: all_spilled.out_row * u64::from(out_spilled),
+        fixed: tables + resident(x_spilled, xa.bytes()) + resident(out_spilled, out.bytes()),
+        block,
+        groups,
+    }))
+}
+
+/// Starts the next step of a split layer.
+fn next_step(walk: &mut Walk<'_>) {
+    walk.step += 1;
+    walk.mark_step();
 }
 
 #[cfg(test)]

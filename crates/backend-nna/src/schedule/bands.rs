@@ -19,8 +19,8 @@
 //! until its tiles are done, hence the cap.
 
 use crate::base::act::Act;
+use crate::base::act::Placed;
 use crate::base::job::{DotOpcode, Job, JobKind, Tile};
-use crate::base::walk::Placed;
 use nnac_isa::HwConfig;
 use std::collections::BTreeMap;
 
