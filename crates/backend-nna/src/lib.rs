@@ -59,6 +59,7 @@ pub use lower::simd;
 pub use place::resident::{Residency, ResidentWeights};
 pub use schedule::seq_rule;
 
+use base::job::BufId;
 use base::plan::Plan;
 use base::{job, walk};
 use place::{alloc, plan, prefetch, resident};
@@ -194,8 +195,8 @@ pub fn lower(
     let mut w = walk_and_place(graph, hw, tp, opts)?;
     for (j, added) in seq_tiles::retile(&mut w.low.jobs, hw.mac_rows) {
         let node = &w.low.jobs[j].node;
-        if let Some(l) = w.low.layers.iter_mut().find(|l| &l.0 == node) {
-            l.2 = l.2.saturating_add_signed(added);
+        if let Some(l) = w.low.layers.iter_mut().find(|l| &l.layer == node) {
+            l.tiles = l.tiles.saturating_add_signed(added);
         }
     }
     clock.lap("lower+alloc");
@@ -358,7 +359,7 @@ fn prefetch_and_emit(
     opts: &BackendOptions,
 ) -> Result<Trial, BackendError> {
     let (low, placed) = (&w.low, &w.placed);
-    let span = |b: usize| (placed.addrs[b], placed.addrs[b] + low.bufs[b].size);
+    let span = |b: BufId| placed.addrs[b.index()]..placed.addrs[b.index()] + low.bufs[b].size;
     let body_job = w.prologue_stop.map_or(0, |s| s + 1);
     let mut trial = None;
     for &window in &prefetch::windows(hw.flags, opts.serialise) {
@@ -415,10 +416,10 @@ fn report(
         layers: low
             .layers
             .iter()
-            .map(|(n, i, t)| LayerReport {
-                name: n.clone(),
-                instr: i.clone(),
-                tiles: *t,
+            .map(|l| LayerReport {
+                name: l.layer.clone(),
+                instr: l.mnemonic.clone(),
+                tiles: l.tiles,
             })
             .collect(),
         dma_instrs: count(nnac_isa::Class::Dma),
@@ -528,8 +529,8 @@ fn plan_and_place(
         // Parameters where they can be prefetched furthest; if that fragments the
         // SRAM too much, plain first fit; if that fails too, a new plan.
         let mut early = vec![false; low.bufs.len()];
-        for (b, _) in &low.sp.param_bufs {
-            early[*b] = true;
+        for p in &low.sp.param_bufs {
+            early[p.buf.index()] = true;
         }
         let cap = hw.sram_bytes;
         let placed = alloc::place_with(&low.bufs, cap, SRAM_ALIGN, &early)

@@ -4,7 +4,7 @@
 //! activation between SRAM and DRAM. A band of `n` rows held on its own (split
 //! layers) is the same layout with `H = n`.
 
-use crate::base::job::Loc;
+use crate::base::job::{BufId, Loc};
 use crate::error::BackendError;
 use nnac_ir::{DType, Quant, TensorType};
 use nnac_isa::{Dma, Scale};
@@ -257,13 +257,13 @@ mod tests {
 #[derive(Clone)]
 pub struct Placed {
     pub act: Act,
-    pub buf: usize,
+    pub buf: BufId,
     /// Byte offset of the tensor in its buffer (a concatenation slot).
     pub off: u64,
 }
 
 impl Placed {
     pub fn loc(&self) -> Loc {
-        (self.buf, self.off)
+        Loc::new(self.buf, self.off)
     }
 }

@@ -3,6 +3,7 @@
 //! [`crate::lower::host`]).
 
 use crate::base::buffer::DRAM_ALIGN;
+use crate::base::job::JobId;
 use nnac_ir::NodeId;
 use nnac_isa::IoDesc;
 use std::collections::BTreeMap;
@@ -42,9 +43,9 @@ pub struct HostState {
     pub(crate) vals: BTreeMap<NodeId, DramVal>,
     pub(crate) recs: Vec<HostRec>,
     /// DMA jobs whose DRAM address is relative to that of a tensor.
-    pub(crate) fixups: Vec<(usize, usize)>,
+    pub(crate) fixups: Vec<TensorFixup>,
     /// I/O descriptors that alias another one's DRAM: `(alias, target)`.
-    pub(crate) io_alias: Vec<(usize, usize)>,
+    pub(crate) io_alias: Vec<IoAlias>,
     pub(crate) scratch_end: u64,
     /// STOP jobs emitted so far.
     pub(crate) stops: u32,
@@ -61,4 +62,19 @@ impl HostState {
         self.scratch_end = off + bytes;
         self.tensor(DramRef::Scratch(off))
     }
+}
+
+/// A DMA job whose DRAM address is relative to that of a host tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TensorFixup {
+    pub(crate) job: JobId,
+    /// Index of the tensor in `HostState::tensors`.
+    pub(crate) tensor: usize,
+}
+
+/// An I/O descriptor that aliases another one's DRAM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IoAlias {
+    pub(crate) alias: usize,
+    pub(crate) target: usize,
 }

@@ -12,8 +12,65 @@ pub struct Tile {
     pub c_count: u32,
 }
 
-/// A place in SRAM: buffer index and byte offset in it.
-pub type Loc = (usize, u64);
+/// A buffer of the walk: its index in `Lowered::bufs` (and in the placement's
+/// addresses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BufId(usize);
+
+impl BufId {
+    /// The buffer at `index` of `Lowered::bufs`.
+    pub fn new(index: usize) -> Self {
+        BufId(index)
+    }
+
+    /// Its index in `Lowered::bufs` and `Placement::addrs`.
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
+/// A job of the walk: its index in `Lowered::jobs` (instructions are emitted in
+/// job order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobId(usize);
+
+impl JobId {
+    /// The job at `index` of `Lowered::jobs`.
+    pub fn new(index: usize) -> Self {
+        JobId(index)
+    }
+
+    /// Its index in `Lowered::jobs`.
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
+/// A place in SRAM: a buffer and a byte offset in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loc {
+    pub buf: BufId,
+    pub off: u64,
+}
+
+impl Loc {
+    /// Byte `off` of buffer `buf`.
+    pub fn new(buf: BufId, off: u64) -> Self {
+        Loc { buf, off }
+    }
+
+    /// The start of buffer `buf`.
+    pub fn start(buf: BufId) -> Self {
+        Loc { buf, off: 0 }
+    }
+}
+
+/// The buffers a job's instructions read and write (whole buffers: conservative).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BufAccess {
+    pub reads: Vec<BufId>,
+    pub writes: Vec<BufId>,
+}
 
 /// Which dot-product opcode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,19 +145,18 @@ impl JobKind {
     }
 
     /// Buffers the job's instructions read and write (whole buffers: conservative).
-    pub fn access(&self) -> (Vec<usize>, Vec<usize>) {
-        match self {
-            JobKind::Read { loc, .. } => (vec![], vec![loc.0]),
-            JobKind::Write { loc, .. } => (vec![loc.0], vec![]),
-            JobKind::Dot { bufs, .. } => (
-                vec![bufs[0].0, bufs[1].0, bufs[3].0, bufs[4].0],
-                vec![bufs[2].0],
-            ),
-            JobKind::Scale { bufs, .. } => (vec![bufs[0].0, bufs[2].0], vec![bufs[1].0]),
-            JobKind::Eltwise { bufs, .. } => {
-                (vec![bufs[0].0, bufs[1].0, bufs[3].0], vec![bufs[2].0])
-            }
-            JobKind::Stop => (vec![], vec![]),
+    pub fn access(&self) -> BufAccess {
+        let (reads, writes): (&[&Loc], &[&Loc]) = match self {
+            JobKind::Read { loc, .. } => (&[], &[loc]),
+            JobKind::Write { loc, .. } => (&[loc], &[]),
+            JobKind::Dot { bufs, .. } => (&[&bufs[0], &bufs[1], &bufs[3], &bufs[4]], &[&bufs[2]]),
+            JobKind::Scale { bufs, .. } => (&[&bufs[0], &bufs[2]], &[&bufs[1]]),
+            JobKind::Eltwise { bufs, .. } => (&[&bufs[0], &bufs[1], &bufs[3]], &[&bufs[2]]),
+            JobKind::Stop => (&[], &[]),
+        };
+        BufAccess {
+            reads: reads.iter().map(|l| l.buf).collect(),
+            writes: writes.iter().map(|l| l.buf).collect(),
         }
     }
 }
@@ -148,5 +204,31 @@ mod tests {
         assert_eq!(t[1].c_start, 96);
         assert_eq!(t[1].c_count, 4);
         assert_eq!(t[5].pix_count, 8);
+    }
+}
+
+impl std::ops::Index<JobId> for [Job] {
+    type Output = Job;
+    fn index(&self, id: JobId) -> &Job {
+        &self[id.index()]
+    }
+}
+
+impl std::ops::IndexMut<JobId> for [Job] {
+    fn index_mut(&mut self, id: JobId) -> &mut Job {
+        &mut self[id.index()]
+    }
+}
+
+impl std::ops::Index<JobId> for Vec<Job> {
+    type Output = Job;
+    fn index(&self, id: JobId) -> &Job {
+        &self[id.index()]
+    }
+}
+
+impl std::ops::IndexMut<JobId> for Vec<Job> {
+    fn index_mut(&mut self, id: JobId) -> &mut Job {
+        &mut self[id.index()]
     }
 }

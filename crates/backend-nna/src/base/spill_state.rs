@@ -5,6 +5,7 @@
 use crate::base::act::Act;
 use crate::base::act::Placed;
 use crate::base::buffer::Buffer;
+use crate::base::job::{BufId, JobId};
 use crate::base::plan::Plan;
 use nnac_ir::NodeId;
 use std::collections::BTreeMap;
@@ -62,20 +63,20 @@ pub struct SpillState {
     /// Spill regions (size and live steps).
     pub regions: Vec<Buffer>,
     /// `(job, base)`: the job's DMA `dram_addr` is relative to `base`.
-    pub fixups: Vec<(usize, Base)>,
+    pub fixups: Vec<HomeFixup>,
     pub spill_bytes: u64,
     pub fill_bytes: u64,
     pub splits: Vec<SplitLayer>,
     /// SRAM buffers holding a whole activation, and the value they hold.
-    pub value_bufs: BTreeMap<usize, NodeId>,
+    pub value_bufs: BTreeMap<BufId, NodeId>,
     /// Buffers loaded from the DRAM image (parameters): `(buffer, its load jobs)`.
-    pub param_bufs: Vec<(usize, Vec<usize>)>,
+    pub param_bufs: Vec<ParamBuf>,
     /// `(step, index of the step's first job)`, ascending.
-    pub step_start: Vec<(usize, usize)>,
+    pub step_start: Vec<StepStart>,
     /// Smallest working set of every splittable layer (one row band, one group).
     pub min_ws: BTreeMap<NodeId, u64>,
     /// The spill area in the DRAM image: `(address, bytes)`.
-    pub area: (u64, u64),
+    pub area: SpillArea,
     pub(crate) region_addrs: Vec<u64>,
     /// Whether the current step's parameter buffers may be live from the previous
     /// step (prefetch / double buffering).
@@ -84,4 +85,35 @@ pub struct SpillState {
     pub px_split: bool,
     /// Spilled values copied into SRAM for the current node.
     pub(crate) temps: Vec<NodeId>,
+}
+
+/// A DMA job whose DRAM address is relative to a home ([`Base`]), resolved after
+/// the walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HomeFixup {
+    pub job: JobId,
+    pub base: Base,
+}
+
+/// A buffer loaded from the DRAM image (parameters) and its load jobs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamBuf {
+    pub buf: BufId,
+    /// Its DMA-read jobs.
+    pub loads: Vec<JobId>,
+}
+
+/// The first job of a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepStart {
+    pub step: usize,
+    /// The step's first job (`Lowered::jobs.len()` when the step has none yet).
+    pub job: JobId,
+}
+
+/// The spill area in the DRAM image.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpillArea {
+    pub addr: u64,
+    pub bytes: u64,
 }

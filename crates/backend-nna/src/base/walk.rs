@@ -7,9 +7,9 @@ use crate::base::act::Placed;
 use crate::base::buffer::Buffer;
 use crate::base::buffer::DRAM_ALIGN;
 use crate::base::host_state::HostState;
-use crate::base::job::{Job, JobKind};
+use crate::base::job::{BufId, Job, JobId, JobKind, Loc};
 use crate::base::plan::Plan;
-use crate::base::spill_state::SpillState;
+use crate::base::spill_state::{ParamBuf, SpillState, StepStart};
 use crate::error::BackendError;
 use nnac_ir::{Graph, NodeId, Value};
 use nnac_isa::{Dma, HostOp, HwConfig, IoDesc};
@@ -17,6 +17,30 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Largest DMA row the backend emits (the field allows 2^20 - 1).
 const DMA_CHUNK: u64 = 1 << 19;
+/// Where a producer writes straight into a concatenation: the concatenation and the
+/// channel offset of its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConcatSlot {
+    pub concat: NodeId,
+    pub c_off: u32,
+}
+
+/// A compute layer and how many tiles (instructions) it emitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerTiles {
+    pub layer: String,
+    pub mnemonic: String,
+    pub tiles: usize,
+}
+
+/// A buffer read whole from DRAM that `bands::reads` may read in bands of rows
+/// instead, with its layout.
+#[derive(Debug, Clone)]
+pub struct ReadCand {
+    pub buf: BufId,
+    pub act: Act,
+}
+
 /// Everything the walk produces.
 pub struct Lowered {
     pub bufs: Vec<Buffer>,
@@ -24,7 +48,7 @@ pub struct Lowered {
     pub dram: Vec<u8>,
     pub io: Vec<IoDesc>,
     /// `(layer, mnemonic, tiles)` of every compute layer.
-    pub layers: Vec<(String, String, usize)>,
+    pub layers: Vec<LayerTiles>,
     /// Dot-product layers whose worst-case accumulator (any input codes) exceeds
     /// `acc_bits`.
     pub acc_risk: Vec<String>,
@@ -36,10 +60,10 @@ pub struct Lowered {
     /// ([`Walk::dma_bands`]): the instructions touching them are ordered by their
     /// exact bytes (`sync::Access::bytes`), so each band's DMA waits only for the
     /// tiles of that band.
-    pub banded: BTreeSet<usize>,
+    pub banded: BTreeSet<BufId>,
     /// Buffers read whole from DRAM (the graph input, host-op results) that
     /// `bands::reads` may read in bands of rows instead, with their layout.
-    pub read_cands: Vec<(usize, Act)>,
+    pub read_cands: Vec<ReadCand>,
 }
 
 pub struct Walk<'g> {
@@ -52,9 +76,9 @@ pub struct Walk<'g> {
     pub unsupported: Vec<(String, String)>,
     /// Job indices of the DMAs of every I/O descriptor (none: the tensor is the DRAM
     /// home of a spilled value, no DMA); their `dram_addr` is relative to the tensor.
-    pub(crate) io_jobs: Vec<Vec<usize>>,
-    /// Producers that write straight into a concatenation: `(concat, channel offset)`.
-    pub(crate) slots: BTreeMap<NodeId, (NodeId, u32)>,
+    pub(crate) io_jobs: Vec<Vec<JobId>>,
+    /// Producers that write straight into a concatenation.
+    pub(crate) slots: BTreeMap<NodeId, ConcatSlot>,
     /// Values in DRAM, host ops and scratch tensors (`lower_host.rs`).
     pub host: HostState,
     /// Values stored HWC for the global pool that is their one reader (`gap.rs`).
@@ -95,14 +119,14 @@ impl<'g> Walk<'g> {
         self
     }
 
-    pub fn new_buf(&mut self, owner: &str, size: u64) -> usize {
+    pub fn new_buf(&mut self, owner: &str, size: u64) -> BufId {
         self.out.bufs.push(Buffer {
             owner: owner.to_string(),
             size,
             first: self.step,
             last: self.step,
         });
-        self.out.bufs.len() - 1
+        BufId::new(self.out.bufs.len() - 1)
     }
 
     /// Marks `v`'s buffer live at the current step; returns its activation.
@@ -126,7 +150,7 @@ impl<'g> Walk<'g> {
     /// live from the previous working step on (`prev_work_step`: the previous layer,
     /// or the previous band or weight group of a split layer), so that it does not
     /// reuse that step's buffers and its DMA can run while it computes (prefetch).
-    pub fn param(&mut self, node: &str, bytes: &[u8]) -> usize {
+    pub fn param(&mut self, node: &str, bytes: &[u8]) -> BufId {
         let buf = self.new_buf(node, bytes.len() as u64);
         if self.out.sp.overlap {
             self.out.bufs[buf].first = self.prev_work_step();
@@ -147,12 +171,15 @@ impl<'g> Walk<'g> {
             };
             self.out.jobs.push(Job {
                 node: node.to_string(),
-                kind: JobKind::Read { loc: (buf, 0), dma },
+                kind: JobKind::Read {
+                    loc: Loc::start(buf),
+                    dma,
+                },
             });
             off += len;
         }
-        let loads = (first_job..self.out.jobs.len()).collect();
-        self.out.sp.param_bufs.push((buf, loads));
+        let loads = (first_job..self.out.jobs.len()).map(JobId::new).collect();
+        self.out.sp.param_bufs.push(ParamBuf { buf, loads });
         buf
     }
 
@@ -161,7 +188,7 @@ impl<'g> Walk<'g> {
         let node = self.g.node(id);
         let mut act = Act::of(&node.name, &node.outputs[0])?;
         let p = match self.slots.get(&id).copied() {
-            Some((cat, c_off)) => {
+            Some(ConcatSlot { concat: cat, c_off }) => {
                 if !self.vals.contains_key(&cat) {
                     let cat_act = self.act_of(cat)?;
                     let buf = self.new_buf(&self.g.node(cat).name.clone(), cat_act.bytes());
@@ -242,10 +269,12 @@ impl<'g> Walk<'g> {
         let name = self.g.node(id).name.clone();
         // The SCALE reads no channel table; any buffer will do for its address.
         let at = dst.off + u64::from(c_off) * u64::from(d.chan_pitch);
-        let bufs = [src.loc(), (dst.buf, at), src.loc()];
-        self.out
-            .layers
-            .push((name.clone(), "SCALE".into(), tiles.len()));
+        let bufs = [src.loc(), Loc::new(dst.buf, at), src.loc()];
+        self.out.layers.push(LayerTiles {
+            layer: name.clone(),
+            mnemonic: "SCALE".into(),
+            tiles: tiles.len(),
+        });
         self.out.jobs.push(Job {
             node: name,
             kind: JobKind::Scale { t, bufs, tiles },
@@ -272,15 +301,22 @@ impl<'g> Walk<'g> {
         (0..starts.len())
             .rev()
             .find(|&i| {
-                let end = starts.get(i + 1).map_or(jobs, |&(_, j)| j);
-                starts[i].0 < self.step && end > starts[i].1
+                let end = starts.get(i + 1).map_or(jobs, |s| s.job.index());
+                starts[i].step < self.step && end > starts[i].job.index()
             })
-            .map_or(0, |i| starts[i].0)
+            .map_or(0, |i| starts[i].step)
     }
 
     /// Marks the start of the current step (for [`crate::place::prefetch`]).
+    /// The job the next push to `out.jobs` creates.
+    pub(crate) fn next_job(&self) -> JobId {
+        JobId::new(self.out.jobs.len())
+    }
+
     pub(crate) fn mark_step(&mut self) {
-        let at = (self.step, self.out.jobs.len());
-        self.out.sp.step_start.push(at);
+        self.out.sp.step_start.push(StepStart {
+            step: self.step,
+            job: self.next_job(),
+        });
     }
 }

@@ -2,11 +2,11 @@
 //! ELTWISE. Each builds its parameter buffers, an instruction template and its tiles.
 
 use crate::base::act::Act;
-use crate::base::job::{tiles, DotOpcode, Job, JobKind};
+use crate::base::job::{tiles, DotOpcode, Job, JobKind, Loc};
 use crate::base::params::DotParams;
 use crate::base::params::{acc_bound, chan_table, i32_bytes, weight_blocks};
 use crate::base::spill_state::Src;
-use crate::base::walk::Walk;
+use crate::base::walk::{LayerTiles, Walk};
 use crate::lower::fields::{
     check_stored, conv_geometry, deconv_geometry, dot_base, i16_of, out_fields, pool_fields, u32_of,
 };
@@ -250,7 +250,13 @@ fn finish_dot<'g>(
         out_fields(&mut t, &out.act)?;
     }
     if pooled && !crate::schedule::seq_tiles::whole_fits(&t, opcode, walk.hw.mac_rows) {
-        let bufs = [x.loc(), (wb, 0), out.loc(), (bb, 0), (cb, 0)];
+        let bufs = [
+            x.loc(),
+            Loc::start(wb),
+            out.loc(),
+            Loc::start(bb),
+            Loc::start(cb),
+        ];
         return pool_apart::pool_apart(walk, &name, opcode, t, bufs, &out.act, p.block, mnemonic);
     }
     let pixels = t.out_h * t.out_w;
@@ -267,15 +273,23 @@ fn finish_dot<'g>(
     } else {
         tiles(pixels, t.out_c, walk.tile_pixels, walk.hw.mac_cols)
     };
-    walk.out
-        .layers
-        .push((name.clone(), mnemonic.into(), tl.len()));
+    walk.out.layers.push(LayerTiles {
+        layer: name.clone(),
+        mnemonic: mnemonic.into(),
+        tiles: tl.len(),
+    });
     walk.out.jobs.push(Job {
         node: name,
         kind: JobKind::Dot {
             opcode,
             t,
-            bufs: [x.loc(), (wb, 0), out.loc(), (bb, 0), (cb, 0)],
+            bufs: [
+                x.loc(),
+                Loc::start(wb),
+                out.loc(),
+                Loc::start(bb),
+                Loc::start(cb),
+            ],
             block: p.block,
             w_group0: 0,
             tiles: tl,
@@ -395,11 +409,11 @@ pub(crate) fn scale<'g>(walk: &mut Walk<'g>, id: NodeId, s: &ScaleOp) -> Result<
             vec![JobKind::Scale {
                 t: Scale {
                     h: rows,
-                    in_chan_pitch: l[0].1,
-                    out_chan_pitch: o.1,
+                    in_chan_pitch: l[0].chan_pitch,
+                    out_chan_pitch: o.chan_pitch,
                     ..t.clone()
                 },
-                bufs: [l[0].0, o.0, (cb, 0)],
+                bufs: [l[0].loc, o.loc, Loc::start(cb)],
                 tiles: tiles(rows * oa.w, oa.c, tp, tc),
             }]
         });
@@ -408,14 +422,16 @@ pub(crate) fn scale<'g>(walk: &mut Walk<'g>, id: NodeId, s: &ScaleOp) -> Result<
         return Err("spilled operand of an unsplit SCALE".into());
     };
     let tl = tiles(xa.pixels(), xa.c, walk.tile_pixels, walk.hw.mac_cols);
-    walk.out
-        .layers
-        .push((name.clone(), "SCALE".into(), tl.len()));
+    walk.out.layers.push(LayerTiles {
+        layer: name.clone(),
+        mnemonic: "SCALE".into(),
+        tiles: tl.len(),
+    });
     walk.out.jobs.push(Job {
         node: name,
         kind: JobKind::Scale {
             t,
-            bufs: [x.loc(), out.loc(), (cb, 0)],
+            bufs: [x.loc(), out.loc(), Loc::start(cb)],
             tiles: tl,
         },
     });
@@ -485,12 +501,12 @@ pub(crate) fn eltwise<'g>(walk: &mut Walk<'g>, id: NodeId, e: &EltwiseOp) -> Res
             vec![JobKind::Eltwise {
                 t: Eltwise {
                     h: rows,
-                    a_chan_pitch: l[0].1,
-                    b_chan_pitch: l[1].1,
-                    out_chan_pitch: o.1,
+                    a_chan_pitch: l[0].chan_pitch,
+                    b_chan_pitch: l[1].chan_pitch,
+                    out_chan_pitch: o.chan_pitch,
                     ..t.clone()
                 },
-                bufs: [l[0].0, l[1].0, o.0, (cb, 0)],
+                bufs: [l[0].loc, l[1].loc, o.loc, Loc::start(cb)],
                 tiles: tiles(rows * oa.w, oa.c, tp, tc),
             }]
         });
@@ -510,14 +526,16 @@ pub(crate) fn eltwise<'g>(walk: &mut Walk<'g>, id: NodeId, e: &EltwiseOp) -> Res
             tiles(aa.pixels(), aa.c, walk.tile_pixels, walk.hw.mac_cols),
         ),
     };
-    walk.out
-        .layers
-        .push((name.clone(), "ELTWISE".into(), tl.len()));
+    walk.out.layers.push(LayerTiles {
+        layer: name.clone(),
+        mnemonic: "ELTWISE".into(),
+        tiles: tl.len(),
+    });
     walk.out.jobs.push(Job {
         node: name,
         kind: JobKind::Eltwise {
             t,
-            bufs: [a.loc(), b.loc(), out.loc(), (cb, 0)],
+            bufs: [a.loc(), b.loc(), out.loc(), Loc::start(cb)],
             tiles: tl,
         },
     });

@@ -8,7 +8,7 @@ use crate::base::act::Placed;
 use crate::base::buffer::DRAM_ALIGN;
 use crate::base::job::{Job, JobKind};
 use crate::base::spill_state::Src;
-use crate::base::walk::{Lowered, Walk};
+use crate::base::walk::{ConcatSlot, Lowered, Walk};
 use crate::error::BackendError;
 use crate::lower::{dot, host, shuffle, upsample};
 use crate::place::{spill, split_px};
@@ -43,7 +43,7 @@ fn plan_concats<'g>(walk: &mut Walk<'g>) {
                 && t.dtype == out_t.dtype
                 && t.quant == out_t.quant;
             if ok {
-                walk.slots.insert(v.node, (id, c_off));
+                walk.slots.insert(v.node, ConcatSlot { concat: id, c_off });
             }
             c_off += t.shape.get(1).copied().unwrap_or(0) as u32;
         }
@@ -123,7 +123,7 @@ fn concat<'g>(walk: &mut Walk<'g>, id: NodeId, axis: usize) -> Result<(), String
     let mut c_off = 0u32;
     for v in walk.g.node_inputs(id) {
         let src = walk.use_value(v).ok_or("input is not an activation")?;
-        if walk.slots.get(&v.node) != Some(&(id, c_off)) {
+        if walk.slots.get(&v.node) != Some(&ConcatSlot { concat: id, c_off }) {
             walk.copy_into(id, &src, &cat, c_off)?;
         }
         c_off += src.act.c;
@@ -267,7 +267,7 @@ fn input<'g>(walk: &mut Walk<'g>, id: NodeId) -> Result<(), BackendError> {
     );
     let dma = Walk::act_dma(&p.act, 0);
     walk.out.io.push(desc);
-    walk.io_jobs.push(vec![walk.out.jobs.len()]);
+    walk.io_jobs.push(vec![walk.next_job()]);
     walk.out.jobs.push(Job {
         node: name,
         kind: JobKind::Read { loc: p.loc(), dma },

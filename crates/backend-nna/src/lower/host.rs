@@ -19,9 +19,9 @@
 use crate::base::act::Act;
 use crate::base::act::Placed;
 use crate::base::buffer::DRAM_ALIGN;
-use crate::base::host_state::{DramRef, DramVal, HostRec};
-use crate::base::job::{Job, JobKind};
-use crate::base::walk::Walk;
+use crate::base::host_state::{DramRef, DramVal, HostRec, IoAlias, TensorFixup};
+use crate::base::job::{Job, JobId, JobKind};
+use crate::base::walk::{LayerTiles, ReadCand, Walk};
 use crate::lower::graph;
 use crate::place::spill;
 use nnac_ir::{DType, NnaOp, NodeId, Op, TensorData, TensorType, Value};
@@ -179,7 +179,7 @@ fn host_operand(
         let desc = code_desc(&name, &t, IoLayout::Dense)?;
         let tensor = walk.host.scratch(span(&desc));
         for j in dma_bands(walk, &name, &p) {
-            walk.host.fixups.push((j, tensor));
+            walk.host.fixups.push(TensorFixup { job: j, tensor });
         }
         *wrote = true;
         DramVal { tensor, desc }
@@ -280,16 +280,21 @@ pub(crate) fn host_op(walk: &mut Walk<'_>, id: NodeId, op: &Op) -> Result<(), St
     walk.host.vals.insert(id, output);
     if let Some(p) = placed {
         let dma = Walk::act_dma(&p.act, 0);
-        walk.host.fixups.push((walk.out.jobs.len(), tensor));
+        walk.host.fixups.push(TensorFixup {
+            job: walk.next_job(),
+            tensor,
+        });
         walk.out.jobs.push(Job {
             node: name.clone(),
             kind: JobKind::Read { loc: p.loc(), dma },
         });
         read_cand(walk, &p);
     }
-    walk.out
-        .layers
-        .push((name, format!("HOST {}", op.mnemonic()), 0));
+    walk.out.layers.push(LayerTiles {
+        layer: name,
+        mnemonic: format!("HOST {}", op.mnemonic()),
+        tiles: 0,
+    });
     Ok(())
 }
 
@@ -302,7 +307,10 @@ pub(crate) fn host_graph_output(walk: &mut Walk<'_>, name: &str, v: Value) -> bo
     let k = walk.out.io.len();
     match walk.host.tensors[d.tensor] {
         DramRef::Scratch(_) => walk.host.tensors[d.tensor] = DramRef::Io(k),
-        DramRef::Io(first) => walk.host.io_alias.push((k, first)),
+        DramRef::Io(first) => walk.host.io_alias.push(IoAlias {
+            alias: k,
+            target: first,
+        }),
         DramRef::Image(_) => return false,
     }
     walk.out.io.push(IoDesc {
@@ -323,7 +331,11 @@ pub(crate) fn finish_host(walk: &mut Walk<'_>) -> Vec<HostOp> {
         .map(|d| d.dram_addr + span(d))
         .fold(walk.out.dram.len() as u64, u64::max);
     let st = &walk.host;
-    for &(k, first) in &st.io_alias {
+    for &IoAlias {
+        alias: k,
+        target: first,
+    } in &st.io_alias
+    {
         walk.out.io[k].dram_addr = walk.out.io[first].dram_addr;
     }
     let base = io_end.div_ceil(DRAM_ALIGN) * DRAM_ALIGN;
@@ -333,7 +345,7 @@ pub(crate) fn finish_host(walk: &mut Walk<'_>) -> Vec<HostOp> {
         DramRef::Io(k) => walk.out.io[k].dram_addr,
     };
     let resolved: Vec<u64> = (0..st.tensors.len()).map(addr).collect();
-    for &(j, t) in &st.fixups {
+    for &TensorFixup { job: j, tensor: t } in &st.fixups {
         if let JobKind::Read { dma, .. } | JobKind::Write { dma, .. } = &mut walk.out.jobs[j].kind {
             dma.dram_addr += resolved[t];
         }
@@ -359,14 +371,14 @@ pub(crate) fn finish_host(walk: &mut Walk<'_>) -> Vec<HostOp> {
 /// relative to the tensor): a value whose producers finish it in several pixel
 /// tiles goes out in bands of rows ([`Act::band_dmas`]), so that band `i` moves
 /// while band `i + 1` computes; otherwise one DMA. Returns the job indices.
-pub(crate) fn dma_bands(walk: &mut Walk<'_>, node: &str, p: &Placed) -> Vec<usize> {
+pub(crate) fn dma_bands(walk: &mut Walk<'_>, node: &str, p: &Placed) -> Vec<JobId> {
     let n = crate::schedule::bands::write_count(&walk.out.jobs, p, walk.hw);
     if n > 1 {
         walk.out.banded.insert(p.buf);
     }
     let (loc, mut jobs) = (p.loc(), Vec::new());
     for dma in p.act.band_dmas(p.act.h.div_ceil(n)) {
-        jobs.push(walk.out.jobs.len());
+        jobs.push(walk.next_job());
         walk.out.jobs.push(Job {
             node: node.to_string(),
             kind: JobKind::Write { loc, dma },
@@ -378,6 +390,9 @@ pub(crate) fn dma_bands(walk: &mut Walk<'_>, node: &str, p: &Placed) -> Vec<usiz
 /// Records `p`, read whole from DRAM by one DMA, for `bands::reads`.
 pub(crate) fn read_cand(walk: &mut Walk<'_>, p: &Placed) {
     if p.off == 0 && crate::schedule::bands::planar(&p.act) {
-        walk.out.read_cands.push((p.buf, p.act.clone()));
+        walk.out.read_cands.push(ReadCand {
+            buf: p.buf,
+            act: p.act.clone(),
+        });
     }
 }

@@ -14,7 +14,7 @@
 use crate::base::act::Act;
 use crate::base::job::{tiles, DotOpcode, Job, JobKind, Loc};
 use crate::base::params::weight_blocks;
-use crate::base::walk::Walk;
+use crate::base::walk::{LayerTiles, Walk};
 use crate::lower::fields::{dot_base, out_fields};
 use crate::lower::simd::identity_program;
 use nnac_isa::{DotProduct, PoolKind};
@@ -79,17 +79,17 @@ pub(crate) fn pool_apart(
     out_fields(&mut pool, out)?;
     let ones = walk.param(name, &weight_blocks(c as usize, 1, cols as usize, |_, _| 1));
     let pool_tiles = tiles(oh * ow, c, oh * ow, cols);
-    walk.out.layers.push((
-        name.to_string(),
-        mnemonic.into(),
-        dot_tiles.len() + pool_tiles.len(),
-    ));
+    walk.out.layers.push(LayerTiles {
+        layer: name.to_string(),
+        mnemonic: mnemonic.into(),
+        tiles: dot_tiles.len() + pool_tiles.len(),
+    });
     walk.out.jobs.push(Job {
         node: name.to_string(),
         kind: JobKind::Dot {
             opcode,
             t: dot,
-            bufs: [bufs[0], bufs[1], (tmp, 0), bufs[3], bufs[4]],
+            bufs: [bufs[0], bufs[1], Loc::start(tmp), bufs[3], bufs[4]],
             block,
             w_group0: 0,
             tiles: dot_tiles,
@@ -100,7 +100,13 @@ pub(crate) fn pool_apart(
         kind: JobKind::Dot {
             opcode: DotOpcode::Conv,
             t: pool,
-            bufs: [(tmp, 0), (ones, 0), bufs[2], (ones, 0), (ones, 0)],
+            bufs: [
+                Loc::start(tmp),
+                Loc::start(ones),
+                bufs[2],
+                Loc::start(ones),
+                Loc::start(ones),
+            ],
             block: cols,
             w_group0: 0,
             tiles: pool_tiles,

@@ -20,10 +20,11 @@
 
 use crate::base::job::{tiles, Job, JobKind, Loc};
 use crate::base::spill_state::Src;
-use crate::base::walk::Walk;
+use crate::base::walk::{LayerTiles, Walk};
 use crate::lower::simd::identity_program;
 use crate::place::spill;
 use crate::place::split_px;
+use crate::place::split_px::BandOperand;
 use nnac_ir::NodeId;
 use nnac_isa::Scale;
 
@@ -71,12 +72,13 @@ impl Copies {
         &self,
         t: &Scale,
         rows: u32,
-        x: (Loc, u32),
-        o: (Loc, u32),
+        x: BandOperand,
+        o: BandOperand,
         tp: u32,
         tc: u32,
     ) -> Vec<JobKind> {
-        let (((xb, xo), xcp), ((ob, oo), ocp)) = (x, o);
+        let (Loc { buf: xb, off: xo }, xcp) = (x.loc, x.chan_pitch);
+        let (Loc { buf: ob, off: oo }, ocp) = (o.loc, o.chan_pitch);
         (0..self.count)
             .map(|k| JobKind::Scale {
                 t: Scale {
@@ -86,10 +88,10 @@ impl Copies {
                     ..t.clone()
                 },
                 bufs: [
-                    (xb, xo + u64::from(k * self.in_step) * u64::from(xcp)),
-                    (ob, oo + u64::from(k * self.out_step) * u64::from(ocp)),
+                    Loc::new(xb, xo + u64::from(k * self.in_step) * u64::from(xcp)),
+                    Loc::new(ob, oo + u64::from(k * self.out_step) * u64::from(ocp)),
                     // No channel table is read; any buffer will do for its address.
-                    (xb, xo),
+                    Loc::new(xb, xo),
                 ],
                 tiles: tiles(rows * t.w, self.chans, tp, tc),
             })
@@ -138,13 +140,23 @@ pub(crate) fn channel_shuffle(
     let jobs = v.jobs(
         &t,
         xa.h,
-        (x.loc(), xa.chan_pitch),
-        (out.loc(), oa.chan_pitch),
+        BandOperand {
+            loc: x.loc(),
+            chan_pitch: xa.chan_pitch,
+        },
+        BandOperand {
+            loc: out.loc(),
+            chan_pitch: oa.chan_pitch,
+        },
         tp,
         tc,
     );
     let total = jobs.iter().map(JobKind::instr_count).sum();
-    walk.out.layers.push((name.clone(), "SCALE".into(), total));
+    walk.out.layers.push(LayerTiles {
+        layer: name.clone(),
+        mnemonic: "SCALE".into(),
+        tiles: total,
+    });
     for kind in jobs {
         walk.out.jobs.push(Job {
             node: name.clone(),

@@ -18,9 +18,9 @@
 //! (`Walk::prepare`) and a spilled output goes back whole after it (`Walk::settle`).
 
 use crate::base::act::scale_over;
-use crate::base::job::{tiles, Job, JobKind};
+use crate::base::job::{tiles, Job, JobKind, Loc};
 use crate::base::spill_state::Src;
-use crate::base::walk::Walk;
+use crate::base::walk::{LayerTiles, Walk};
 use crate::lower::simd::identity_program;
 use crate::place::spill;
 use nnac_ir::NodeId;
@@ -58,7 +58,7 @@ pub(crate) fn upsample(
         simd: identity_program(oa.signed),
         ..scale_over(&xa, strided, oa.signed)
     };
-    let (ob, oo) = o.loc();
+    let Loc { buf: ob, off: oo } = o.loc();
     let tl = tiles(xa.pixels(), xa.c, walk.tile_pixels, walk.hw.mac_cols);
     let mut total = 0;
     for dy in 0..fh {
@@ -68,7 +68,7 @@ pub(crate) fn upsample(
             let kind = JobKind::Scale {
                 t: t.clone(),
                 // No channel table is read; any buffer will do for its address.
-                bufs: [x.loc(), (ob, oo + phase), x.loc()],
+                bufs: [x.loc(), Loc::new(ob, oo + phase), x.loc()],
                 tiles: tl.clone(),
             };
             total += kind.instr_count();
@@ -78,6 +78,10 @@ pub(crate) fn upsample(
             });
         }
     }
-    walk.out.layers.push((name, "SCALE".into(), total));
+    walk.out.layers.push(LayerTiles {
+        layer: name,
+        mnemonic: "SCALE".into(),
+        tiles: total,
+    });
     Ok(())
 }

@@ -15,6 +15,7 @@
 //!
 //! Every step changes the plan monotonically, so the loop ends.
 
+use crate::base::job::BufId;
 use crate::base::plan::Plan;
 use crate::base::walk::Lowered;
 use crate::error::BackendError;
@@ -53,7 +54,7 @@ pub fn refine(
     let mut params: BTreeMap<NodeId, u64> = BTreeMap::new();
     for b in live {
         let size = low.bufs[b].size;
-        match sp.value_bufs.get(&b) {
+        match sp.value_bufs.get(&BufId::new(b)) {
             Some(&v) if !plan.spilled.contains(&v) => {
                 let slot = if touched.contains(&v) {
                     &mut own

@@ -14,8 +14,8 @@
 //! placement.
 
 use crate::base::buffer::Buffer;
-use crate::base::job::Job;
-use crate::base::spill_state::SpillState;
+use crate::base::job::{Job, JobId};
+use crate::base::spill_state::{ParamBuf, SpillState};
 use crate::place::prefetch_est::Estimate;
 use nnac_isa::HwConfig;
 
@@ -38,8 +38,8 @@ fn step_start(sp: &SpillState, s: usize, jobs: usize) -> usize {
     if s == 0 {
         return 0;
     }
-    let k = sp.step_start.partition_point(|&(st, _)| st < s);
-    sp.step_start.get(k).map_or(jobs, |&(_, j)| j)
+    let k = sp.step_start.partition_point(|st| st.step < s);
+    sp.step_start.get(k).map_or(jobs, |st| st.job.index())
 }
 
 /// The lookahead windows (in layers) to try, furthest first: every load in flight
@@ -58,8 +58,8 @@ pub fn windows(flags: u32, serialise: bool) -> Vec<usize> {
 
 /// The step a job belongs to.
 fn step_of(sp: &SpillState, job: usize) -> usize {
-    let k = sp.step_start.partition_point(|&(_, j)| j <= job);
-    k.checked_sub(1).map_or(0, |k| sp.step_start[k].0)
+    let k = sp.step_start.partition_point(|st| st.job.index() <= job);
+    k.checked_sub(1).map_or(0, |k| sp.step_start[k].step)
 }
 
 /// Moves parameter loads as early as free SRAM allows (see the module doc), at most
@@ -96,9 +96,9 @@ pub fn lookahead(
     let mut ahead = 0usize;
     // Steps of the layers whose parameters were seen so far, in order.
     let mut layers: Vec<usize> = Vec::new();
-    for (p, loads) in &sp.param_bufs {
-        let e = earliest(*p, bufs, addrs);
-        let Some(&orig) = loads.first() else {
+    for ParamBuf { buf: p, loads } in &sp.param_bufs {
+        let e = earliest(p.index(), bufs, addrs);
+        let Some(orig) = loads.first().map(|j| j.index()) else {
             continue;
         };
         let step = step_of(sp, orig);
@@ -117,7 +117,7 @@ pub fn lookahead(
             ahead += 1;
         }
         bufs[*p].first = bufs[*p].first.min(e);
-        for &j in loads {
+        for j in loads.iter().map(|j| j.index()) {
             keys[j] = (target, 0, j);
         }
     }
@@ -140,7 +140,7 @@ const CANDIDATES: usize = 16;
 fn ahead_of_order(
     est: &Estimate,
     keys: &mut [(usize, u8, usize)],
-    loads: &[usize],
+    loads: &[JobId],
     free: usize,
     ordered: usize,
     jobs: usize,
@@ -155,7 +155,7 @@ fn ahead_of_order(
         .collect();
     cands.dedup();
     let at = |pos: usize, keys: &mut [(usize, u8, usize)]| {
-        for &j in loads {
+        for j in loads.iter().map(|j| j.index()) {
             keys[j] = (pos, 0, j);
         }
         est.makespan(keys)

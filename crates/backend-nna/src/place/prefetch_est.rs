@@ -45,7 +45,7 @@ pub struct Estimate {
 impl Estimate {
     /// The estimate of `jobs` (in their original order, as `sp.step_start` counts them).
     pub fn new(jobs: &[Job], sp: &SpillState, hw: &HwConfig) -> Estimate {
-        let starts: Vec<usize> = sp.step_start.iter().map(|&(_, j)| j).collect();
+        let starts: Vec<usize> = sp.step_start.iter().map(|st| st.job.index()).collect();
         let step_idx = |j: usize| starts.partition_point(|&s| s <= j).saturating_sub(1);
         let mut compute = vec![0.0; starts.len().max(1)];
         let mut items = Vec::new();
@@ -142,6 +142,17 @@ impl Estimate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::job::{BufId, Loc};
+    use crate::base::spill_state::StepStart;
+
+    fn starts(v: &[(usize, usize)]) -> Vec<StepStart> {
+        v.iter()
+            .map(|&(step, job)| StepStart {
+                step,
+                job: crate::base::job::JobId::new(job),
+            })
+            .collect()
+    }
     use crate::base::job::Tile;
     use nnac_isa::{Dma, Scale};
 
@@ -153,7 +164,10 @@ mod tests {
         };
         Job {
             node: String::new(),
-            kind: JobKind::Read { loc: (0, 0), dma },
+            kind: JobKind::Read {
+                loc: Loc::start(BufId::new(0)),
+                dma,
+            },
         }
     }
 
@@ -169,7 +183,7 @@ mod tests {
             node: String::new(),
             kind: JobKind::Scale {
                 t: Scale::default(),
-                bufs: [(0, 0); 3],
+                bufs: [Loc::start(BufId::new(0)); 3],
                 tiles: vec![tile],
             },
         }
@@ -188,7 +202,7 @@ mod tests {
             compute(100),
         ];
         let mut sp = SpillState::default();
-        sp.step_start = vec![(0, 0), (1, 1), (2, 3)];
+        sp.step_start = starts(&[(0, 0), (1, 1), (2, 3)]);
         let est = Estimate::new(&jobs, &sp, &hw);
         let mut keys: Vec<(usize, u8, usize)> = (0..jobs.len()).map(|j| (j, 1, j)).collect();
         let in_order = est.makespan(&keys);
@@ -206,7 +220,7 @@ mod tests {
         // it delays that load and the whole program.
         let jobs = vec![read(1 << 10), compute(100), read(1 << 20), compute(100)];
         let mut sp = SpillState::default();
-        sp.step_start = vec![(0, 0), (1, 2)];
+        sp.step_start = starts(&[(0, 0), (1, 2)]);
         let est = Estimate::new(&jobs, &sp, &hw);
         let keys: Vec<(usize, u8, usize)> = (0..jobs.len()).map(|j| (j, 1, j)).collect();
         let mut early = keys.clone();

@@ -17,7 +17,8 @@
 
 use crate::base::buffer::Buffer;
 use crate::base::buffer::SRAM_ALIGN;
-use crate::base::job::{Job, JobKind};
+use crate::base::job::{BufId, Job, JobId, JobKind};
+use crate::base::spill_state::{ParamBuf, StepStart};
 use crate::base::walk::Lowered;
 use crate::place::alloc::{self, Placement};
 use crate::schedule::bands::{dma_cycles, tile_cycles};
@@ -104,7 +105,7 @@ pub fn try_pin(mut low: Lowered, hw: &HwConfig) -> Result<Pinned, String> {
     }
     let end = low.bufs.iter().map(|b| b.last).max().unwrap_or(0);
     let mut bytes = 0;
-    for (b, _) in &low.sp.param_bufs {
+    for ParamBuf { buf: b, .. } in &low.sp.param_bufs {
         let buf = &mut low.bufs[*b];
         buf.first = 0;
         buf.last = end;
@@ -140,9 +141,9 @@ pub fn try_pin(mut low: Lowered, hw: &HwConfig) -> Result<Pinned, String> {
 /// buffers left streaming, `step_start`). Returns the STOP's job index.
 fn move_loads_to_prologue(low: &mut Lowered, pin: &[bool]) -> usize {
     let mut moved = vec![false; low.jobs.len()];
-    for (b, loads) in &low.sp.param_bufs {
-        if pin[*b] {
-            loads.iter().for_each(|&j| moved[j] = true);
+    for ParamBuf { buf: b, loads } in &low.sp.param_bufs {
+        if pin[b.index()] {
+            loads.iter().for_each(|j| moved[j.index()] = true);
         }
     }
     let stop_job = moved.iter().filter(|&&m| m).count();
@@ -170,12 +171,14 @@ fn move_loads_to_prologue(low: &mut Lowered, pin: &[bool]) -> usize {
     for op in &mut low.host_ops {
         op.segment += 1;
     }
-    low.sp.param_bufs.retain(|(b, _)| !pin[*b]);
-    for (_, loads) in &mut low.sp.param_bufs {
-        loads.iter_mut().for_each(|j| *j = remap(*j));
+    low.sp.param_bufs.retain(|p| !pin[p.buf.index()]);
+    for ParamBuf { loads, .. } in &mut low.sp.param_bufs {
+        loads
+            .iter_mut()
+            .for_each(|j| *j = JobId::new(remap(j.index())));
     }
-    for (_, j) in &mut low.sp.step_start {
-        *j = remap(*j);
+    for StepStart { job: j, .. } in &mut low.sp.step_start {
+        *j = JobId::new(remap(j.index()));
     }
     stop_job
 }
@@ -198,11 +201,11 @@ pub fn pin_some(low: &mut Lowered, placed: &Placement, hw: &HwConfig) -> Option<
         .filter(|s| s.bands > 1)
         .map(|s| s.layer.as_str())
         .collect();
-    let mut cands: Vec<usize> = low
+    let mut cands: Vec<BufId> = low
         .sp
         .param_bufs
         .iter()
-        .map(|(b, _)| *b)
+        .map(|p| p.buf)
         .filter(|&b| !split.contains(low.bufs[b].owner.as_str()))
         .collect();
     cands.sort_by_key(|&b| (low.bufs[b].first, b));
@@ -210,7 +213,7 @@ pub fn pin_some(low: &mut Lowered, placed: &Placement, hw: &HwConfig) -> Option<
     // them computes: their loads are what the MAC array waits for; the others'
     // weights stream in the shadow of the compute before them.
     let bound = dma_bound_layers(low, hw);
-    let (first, rest): (Vec<usize>, Vec<usize>) = cands
+    let (first, rest): (Vec<BufId>, Vec<BufId>) = cands
         .iter()
         .partition(|&&b| bound.contains(low.bufs[b].owner.as_str()));
     let end = low.bufs.iter().map(|b| b.last).max().unwrap_or(0);
@@ -222,12 +225,12 @@ pub fn pin_some(low: &mut Lowered, placed: &Placement, hw: &HwConfig) -> Option<
         }
         let mut bufs = low.bufs.clone();
         let mut early = vec![false; bufs.len()];
-        for (b, _) in &low.sp.param_bufs {
-            if pin[*b] {
+        for ParamBuf { buf: b, .. } in &low.sp.param_bufs {
+            if pin[b.index()] {
                 bufs[*b].first = 0;
                 bufs[*b].last = end;
             } else {
-                early[*b] = true;
+                early[b.index()] = true;
             }
         }
         // Only the placement that puts the streamed parameters where they can be
@@ -241,8 +244,8 @@ pub fn pin_some(low: &mut Lowered, placed: &Placement, hw: &HwConfig) -> Option<
                 .sp
                 .param_bufs
                 .iter()
-                .filter(|(b, _)| !pin[*b])
-                .map(|(b, _)| bufs[*b].size)
+                .filter(|p| !pin[p.buf.index()])
+                .map(|p| bufs[p.buf].size)
                 .sum();
             low.bufs = bufs;
             let stop_job = move_loads_to_prologue(low, &pin);
@@ -266,7 +269,7 @@ pub fn pin_some(low: &mut Lowered, placed: &Placement, hw: &HwConfig) -> Option<
 /// what their loads can hide under when streamed (the first layer's under nothing).
 fn dma_bound_layers<'a>(low: &'a Lowered, hw: &HwConfig) -> BTreeSet<&'a str> {
     let mut load: BTreeMap<&str, f64> = BTreeMap::new();
-    for (b, _) in &low.sp.param_bufs {
+    for ParamBuf { buf: b, .. } in &low.sp.param_bufs {
         let buf = &low.bufs[*b];
         *load.entry(buf.owner.as_str()).or_default() += dma_cycles(hw, buf.size);
     }
@@ -307,8 +310,8 @@ fn dma_bound_layers<'a>(low: &'a Lowered, hw: &HwConfig) -> BTreeSet<&'a str> {
 /// (which needs no DMA) falls between the streamed loads and runs while they come
 /// in, instead of in one stretch with the DMA queue idle. Whatever budget that
 /// leaves is then filled in program order.
-fn choose_pins(bufs: &[Buffer], tiers: [&[usize]; 2], budget: u64) -> (Vec<bool>, u64) {
-    let size = |b: usize| bufs[b].size.div_ceil(SRAM_ALIGN) * SRAM_ALIGN;
+fn choose_pins(bufs: &[Buffer], tiers: [&[BufId]; 2], budget: u64) -> (Vec<bool>, u64) {
+    let size = |b: BufId| bufs[b].size.div_ceil(SRAM_ALIGN) * SRAM_ALIGN;
     let mut pin = vec![false; bufs.len()];
     let mut bytes = 0u64;
     for cands in tiers {
@@ -320,13 +323,13 @@ fn choose_pins(bufs: &[Buffer], tiers: [&[usize]; 2], budget: u64) -> (Vec<bool>
             // taken + size <= left * seen / total, in integers.
             let fair = u128::from(left) * u128::from(seen) / u128::from(total.max(1));
             if u128::from(taken + size(b)) <= fair {
-                pin[b] = true;
+                pin[b.index()] = true;
                 taken += size(b);
             }
         }
         for &b in cands {
-            if !pin[b] && taken + size(b) <= left {
-                pin[b] = true;
+            if !pin[b.index()] && taken + size(b) <= left {
+                pin[b.index()] = true;
                 taken += size(b);
             }
         }
@@ -364,7 +367,8 @@ mod tests {
     #[test]
     fn pins_spread_over_the_first_tier_then_the_rest() {
         let b = bufs(12);
-        let (a, rest): (Vec<usize>, Vec<usize>) = (0..12).partition(|&i| i < 8);
+        let (a, rest): (Vec<BufId>, Vec<BufId>) =
+            (0..12).map(BufId::new).partition(|b| b.index() < 8);
         // Half of the first tier: every other one, not the first four.
         let (pin, bytes) = choose_pins(&b, [&a, &rest], 4 * 1024);
         let pinned: Vec<usize> = (0..12).filter(|&i| pin[i]).collect();
@@ -382,7 +386,8 @@ mod tests {
         // A budget the spread leaves unused is filled in program order.
         let mut b = bufs(3);
         b[1].size = 2048;
-        let (pin, bytes) = choose_pins(&b, [&[0, 1, 2], &[]], 2048);
+        let all: Vec<BufId> = (0..3).map(BufId::new).collect();
+        let (pin, bytes) = choose_pins(&b, [&all, &[]], 2048);
         assert_eq!((pin, bytes), (vec![true, false, true], 2048));
     }
 }

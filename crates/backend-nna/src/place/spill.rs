@@ -19,9 +19,9 @@ use crate::base::act::Act;
 use crate::base::act::Placed;
 use crate::base::buffer::Buffer;
 use crate::base::buffer::DRAM_ALIGN;
-use crate::base::job::{Job, JobKind, Loc};
-use crate::base::spill_state::{Base, DramAct, Src};
-use crate::base::walk::Walk;
+use crate::base::job::{BufId, Job, JobId, JobKind, Loc};
+use crate::base::spill_state::{Base, DramAct, HomeFixup, SpillArea, Src};
+use crate::base::walk::{ConcatSlot, Walk};
 use crate::place::alloc;
 use nnac_ir::{NnaOp, NodeId, Op, Value};
 use nnac_isa::{Dma, IoDir};
@@ -41,7 +41,7 @@ pub fn prefetch_ok(walk: &Walk<'_>, id: Option<NodeId>) -> bool {
 
 /// A buffer streamed by the current step: live from the previous working step
 /// when prefetching is allowed, so its DMA overlaps that step's compute.
-pub fn stream_buf(walk: &mut Walk<'_>, id: NodeId, size: u64) -> usize {
+pub fn stream_buf(walk: &mut Walk<'_>, id: NodeId, size: u64) -> BufId {
     let name = walk.g.node(id).name.clone();
     let b = walk.new_buf(&name, size);
     if prefetch_ok(walk, Some(id)) {
@@ -112,7 +112,10 @@ fn push_home_dma(
     dma: Dma,
 ) {
     let bytes = u64::from(dma.rows) * u64::from(dma.row_len);
-    walk.out.sp.fixups.push((walk.out.jobs.len(), home.base));
+    walk.out.sp.fixups.push(HomeFixup {
+        job: walk.next_job(),
+        base: home.base,
+    });
     let kind = if to_sram {
         walk.out.sp.fill_bytes += bytes;
         JobKind::Read { loc, dma }
@@ -159,7 +162,7 @@ pub fn materialize(walk: &mut Walk<'_>, id: NodeId, v: Value) {
     let _ = source(walk, v);
     let buf = stream_buf(walk, id, h.act.bytes());
     let name = walk.g.node(id).name.clone();
-    move_rows(walk, &name, true, &h, 0, (buf, 0), h.act.h);
+    move_rows(walk, &name, true, &h, 0, Loc::start(buf), h.act.h);
     walk.vals.insert(
         v.node,
         Placed {
@@ -231,12 +234,12 @@ pub(crate) fn concat_via_dram(walk: &mut Walk<'_>, id: NodeId) -> Result<bool, S
         same_quant(src.act(), out.act())?;
         match (&src, &out) {
             (Src::Sram(p), Src::Sram(o)) => {
-                if walk.slots.get(&v.node) != Some(&(id, c_off)) {
+                if walk.slots.get(&v.node) != Some(&ConcatSlot { concat: id, c_off }) {
                     walk.copy_into(id, p, o, c_off)?;
                 }
             }
             (Src::Dram(h), Src::Sram(o)) => {
-                let at = (
+                let at = Loc::new(
                     o.buf,
                     o.off + u64::from(c_off) * u64::from(o.act.chan_pitch),
                 );
@@ -247,8 +250,8 @@ pub(crate) fn concat_via_dram(walk: &mut Walk<'_>, id: NodeId) -> Result<bool, S
             }
             (Src::Dram(h), Src::Dram(home)) => {
                 let buf = stream_buf(walk, id, h.act.bytes());
-                move_rows(walk, &name, true, h, 0, (buf, 0), h.act.h);
-                move_pixels(walk, &name, false, home, c_off, (buf, 0), &h.act)?;
+                move_rows(walk, &name, true, h, 0, Loc::start(buf), h.act.h);
+                move_pixels(walk, &name, false, home, c_off, Loc::start(buf), &h.act)?;
             }
         }
         c_off += src.act().c;
@@ -307,21 +310,22 @@ pub fn spilled_output(
     k: usize,
     home: &DramAct,
     desc_dma: Dma,
-) -> Option<usize> {
+) -> Option<JobId> {
     if home.base == Base::Output(k) {
         return None;
     }
     let name = walk.g.outputs()[k].name.clone();
     let buf = walk.new_buf(&name, home.act.bytes());
-    move_rows(walk, &name, true, home, 0, (buf, 0), home.act.h);
+    move_rows(walk, &name, true, home, 0, Loc::start(buf), home.act.h);
+    let job = walk.next_job();
     walk.out.jobs.push(Job {
         node: name,
         kind: JobKind::Write {
-            loc: (buf, 0),
+            loc: Loc::start(buf),
             dma: desc_dma,
         },
     });
-    Some(walk.out.jobs.len() - 1)
+    Some(job)
 }
 
 /// Places the spill regions and appends the spill area (zeros) to the DRAM
@@ -333,7 +337,10 @@ pub fn place_spill_area(walk: &mut Walk<'_>) {
     if placed.peak > 0 {
         walk.out.dram.resize((area + placed.peak) as usize, 0);
     }
-    walk.out.sp.area = (area, placed.peak);
+    walk.out.sp.area = SpillArea {
+        addr: area,
+        bytes: placed.peak,
+    };
     walk.out.sp.region_addrs = placed.addrs;
 }
 
@@ -343,7 +350,7 @@ pub fn resolve_homes(walk: &mut Walk<'_>) {
     let (io, sp) = (&walk.out.io, &walk.out.sp);
     let base_addr = |b: Base| -> u64 {
         match b {
-            Base::Spill(r) => sp.area.0 + sp.region_addrs[r],
+            Base::Spill(r) => sp.area.addr + sp.region_addrs[r],
             Base::Io(i) => io[i].dram_addr,
             Base::Output(k) => io
                 .iter()
@@ -351,7 +358,11 @@ pub fn resolve_homes(walk: &mut Walk<'_>) {
                 .map_or(0, |d| d.dram_addr),
         }
     };
-    let fixes: Vec<(usize, u64)> = sp.fixups.iter().map(|&(j, b)| (j, base_addr(b))).collect();
+    let fixes: Vec<(JobId, u64)> = sp
+        .fixups
+        .iter()
+        .map(|f| (f.job, base_addr(f.base)))
+        .collect();
     for (j, at) in fixes {
         if let JobKind::Read { dma, .. } | JobKind::Write { dma, .. } = &mut walk.out.jobs[j].kind {
             dma.dram_addr += at;

@@ -17,11 +17,11 @@
 //! DRAM traffic that fits the budget.
 
 use crate::base::act::Act;
-use crate::base::job::{tiles, DotOpcode, Job, JobKind, Loc};
+use crate::base::job::{tiles, BufId, DotOpcode, Job, JobKind, Loc};
 use crate::base::params::DotParams;
 use crate::base::params::{chan_table, i32_bytes};
 use crate::base::spill_state::{SplitLayer, Src};
-use crate::base::walk::Walk;
+use crate::base::walk::{LayerTiles, Walk};
 use crate::place::spill;
 use nnac_ir::NodeId;
 use nnac_isa::{DotProduct, PoolKind};
@@ -246,7 +246,7 @@ pub struct SplitDot {
 }
 
 /// A buffer of the current split step, live from the previous step if `overlap`.
-fn split_buf(walk: &mut Walk<'_>, name: &str, size: u64, overlap: bool) -> usize {
+fn split_buf(walk: &mut Walk<'_>, name: &str, size: u64, overlap: bool) -> BufId {
     let b = walk.new_buf(name, size);
     if overlap {
         walk.out.bufs[b].first = walk.step.saturating_sub(1);
@@ -254,7 +254,7 @@ fn split_buf(walk: &mut Walk<'_>, name: &str, size: u64, overlap: bool) -> usize
     b
 }
 
-fn touch(walk: &mut Walk<'_>, buf: usize) {
+fn touch(walk: &mut Walk<'_>, buf: BufId) {
     let b = &mut walk.out.bufs[buf];
     b.last = b.last.max(walk.step);
 }
@@ -289,22 +289,22 @@ pub(crate) fn dot_split(
         }
         let mut bt = band.t.clone();
         let in_loc: Loc = match &x {
-            Src::Sram(p) => (p.buf, p.off + u64::from(band.i0) * in_row),
+            Src::Sram(p) => Loc::new(p.buf, p.off + u64::from(band.i0) * in_row),
             Src::Dram(h) => {
                 let rows = band.i1 - band.i0;
                 let b = split_buf(walk, &name, u64::from(rows) * xa.row_bytes(), overlap);
-                spill::move_rows(walk, &name, true, h, band.i0, (b, 0), rows);
+                spill::move_rows(walk, &name, true, h, band.i0, Loc::start(b), rows);
                 bt.in_chan_pitch = xa.band_chan_pitch(rows);
-                (b, 0)
+                Loc::start(b)
             }
         };
         let out_loc: Loc = match &out {
-            Src::Sram(p) => (p.buf, p.off + u64::from(band.s0) * out_row),
+            Src::Sram(p) => Loc::new(p.buf, p.off + u64::from(band.s0) * out_row),
             Src::Dram(_) => {
                 let rows = band.s1 - band.s0;
                 bt.out_chan_pitch = oa.band_chan_pitch(rows);
                 let size = u64::from(rows) * oa.row_bytes();
-                (split_buf(walk, &name, size, overlap), 0)
+                Loc::start(split_buf(walk, &name, size, overlap))
             }
         };
         for q0 in (0..groups).step_by(q as usize) {
@@ -313,11 +313,11 @@ pub(crate) fn dot_split(
             }
             let q1 = (q0 + q).min(groups);
             let w_loc = match whole {
-                Some(wb) => (wb, 0),
+                Some(wb) => Loc::start(wb),
                 None => {
                     let block = d.block as usize;
                     let bytes = &d.weights[q0 as usize * block..q1 as usize * block];
-                    (walk.param(&name, bytes), 0)
+                    Loc::start(walk.param(&name, bytes))
                 }
             };
             let (c0, c1) = (q0 * cols, (q1 * cols).min(d.t.out_c));
@@ -333,14 +333,14 @@ pub(crate) fn dot_split(
                 kind: JobKind::Dot {
                     opcode: d.opcode,
                     t: bt.clone(),
-                    bufs: [in_loc, w_loc, out_loc, (bb, 0), (cb, 0)],
+                    bufs: [in_loc, w_loc, out_loc, Loc::start(bb), Loc::start(cb)],
                     block: d.block,
                     w_group0: if whole.is_some() { 0 } else { q0 },
                     tiles: tl,
                 },
             });
-            touch(walk, in_loc.0);
-            touch(walk, out_loc.0);
+            touch(walk, in_loc.buf);
+            touch(walk, out_loc.buf);
         }
         if let Src::Dram(h) = &out {
             spill::move_rows(walk, &name, false, h, band.s0, out_loc, band.s1 - band.s0);
@@ -358,7 +358,11 @@ pub(crate) fn dot_split(
     if let Src::Dram(h) = out {
         walk.out.sp.homes.insert(d.id, h);
     }
-    walk.out.layers.push((name.clone(), mnemonic.into(), total));
+    walk.out.layers.push(LayerTiles {
+        layer: name.clone(),
+        mnemonic: mnemonic.into(),
+        tiles: total,
+    });
     walk.out.sp.splits.push(SplitLayer {
         layer: name,
         bands: choice.bands.len(),

@@ -3,9 +3,9 @@
 //! each band a step of its own; spilled inputs are filled and a spilled output is
 //! written back band by band, resident ones are read / written in place.
 
-use crate::base::job::{JobKind, Loc};
+use crate::base::job::{BufId, JobKind, Loc};
 use crate::base::spill_state::{SplitLayer, Src};
-use crate::base::walk::Walk;
+use crate::base::walk::{LayerTiles, Walk};
 use crate::place::spill;
 use nnac_ir::{NnaOp, NodeId, Op};
 
@@ -74,8 +74,8 @@ pub(crate) fn px_split(
     id: NodeId,
     inputs: &[Src],
     out: Src,
-    table: Option<usize>,
-    job: impl Fn(u32, &[(Loc, u32)], (Loc, u32)) -> Vec<JobKind>,
+    table: Option<BufId>,
+    job: impl Fn(u32, &[BandOperand], BandOperand) -> Vec<JobKind>,
 ) -> Result<(), String> {
     let name = walk.g.node(id).name.clone();
     let o = out.act().clone();
@@ -109,35 +109,44 @@ pub(crate) fn px_split(
         for s in inputs {
             let loc = match s {
                 // Broadcast over the pixels (ELTWISE's b): every band reads it whole.
-                Src::Sram(p) if broadcast(&p.act) => ((p.buf, p.off), p.act.chan_pitch),
+                Src::Sram(p) if broadcast(&p.act) => BandOperand {
+                    loc: p.loc(),
+                    chan_pitch: p.act.chan_pitch,
+                },
                 Src::Dram(h) if broadcast(&h.act) => {
                     let b = band_buf(walk, &name, h.act.bytes(), overlap);
-                    spill::move_rows(walk, &name, true, h, 0, (b, 0), h.act.h);
-                    ((b, 0), h.act.band_chan_pitch(h.act.h))
+                    spill::move_rows(walk, &name, true, h, 0, Loc::start(b), h.act.h);
+                    BandOperand {
+                        loc: Loc::start(b),
+                        chan_pitch: h.act.band_chan_pitch(h.act.h),
+                    }
                 }
-                Src::Sram(p) => (
-                    (p.buf, p.off + u64::from(y0) * u64::from(p.act.row_pitch)),
-                    p.act.chan_pitch,
-                ),
+                Src::Sram(p) => BandOperand {
+                    loc: Loc::new(p.buf, p.off + u64::from(y0) * u64::from(p.act.row_pitch)),
+                    chan_pitch: p.act.chan_pitch,
+                },
                 Src::Dram(h) => {
                     let b = band_buf(walk, &name, u64::from(n) * h.act.row_bytes(), overlap);
-                    spill::move_rows(walk, &name, true, h, y0, (b, 0), n);
-                    ((b, 0), h.act.band_chan_pitch(n))
+                    spill::move_rows(walk, &name, true, h, y0, Loc::start(b), n);
+                    BandOperand {
+                        loc: Loc::start(b),
+                        chan_pitch: h.act.band_chan_pitch(n),
+                    }
                 }
             };
             locs.push(loc);
         }
         let out_loc = match &out {
-            Src::Sram(p) => (
-                (p.buf, p.off + u64::from(y0) * u64::from(p.act.row_pitch)),
-                p.act.chan_pitch,
-            ),
+            Src::Sram(p) => BandOperand {
+                loc: Loc::new(p.buf, p.off + u64::from(y0) * u64::from(p.act.row_pitch)),
+                chan_pitch: p.act.chan_pitch,
+            },
             Src::Dram(_) => {
                 let size = u64::from(n) * o.row_bytes();
-                (
-                    (band_buf(walk, &name, size, overlap), 0),
-                    o.band_chan_pitch(n),
-                )
+                BandOperand {
+                    loc: Loc::start(band_buf(walk, &name, size, overlap)),
+                    chan_pitch: o.band_chan_pitch(n),
+                }
             }
         };
         for kind in job(n, &locs, out_loc) {
@@ -148,11 +157,11 @@ pub(crate) fn px_split(
             });
         }
         for l in locs.iter().chain(std::iter::once(&out_loc)) {
-            let b = &mut walk.out.bufs[l.0 .0];
+            let b = &mut walk.out.bufs[l.loc.buf];
             b.last = b.last.max(walk.step);
         }
         if let Src::Dram(h) = &out {
-            spill::move_rows(walk, &name, false, h, y0, out_loc.0, n);
+            spill::move_rows(walk, &name, false, h, y0, out_loc.loc, n);
         }
         y0 += n;
     }
@@ -173,7 +182,11 @@ pub(crate) fn px_split(
         Op::Nna(NnaOp::Eltwise(_)) => "ELTWISE",
         _ => "SCALE",
     };
-    walk.out.layers.push((name.clone(), mnemonic.into(), total));
+    walk.out.layers.push(LayerTiles {
+        layer: name.clone(),
+        mnemonic: mnemonic.into(),
+        tiles: total,
+    });
     walk.out.sp.splits.push(SplitLayer {
         layer: name,
         bands: o.h.div_ceil(rows) as usize,
@@ -192,7 +205,7 @@ pub(crate) fn px_output(walk: &mut Walk<'_>, id: NodeId) -> Result<Src, String> 
     }
 }
 
-fn band_buf(walk: &mut Walk<'_>, name: &str, size: u64, overlap: bool) -> usize {
+fn band_buf(walk: &mut Walk<'_>, name: &str, size: u64, overlap: bool) -> BufId {
     let b = walk.new_buf(name, size);
     if overlap {
         walk.out.bufs[b].first = walk.step.saturating_sub(1);
@@ -211,4 +224,12 @@ mod tests {
         assert_eq!(band_rows(100, 100, 1000, 1150), (1, false));
         assert_eq!(band_rows(100, 100, 1000, 1050), (1, false));
     }
+}
+
+/// One operand of a band of a pixel-wise layer: where it is and its channel pitch
+/// (a resident tensor keeps its own, a band buffer has `rows * row_pitch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BandOperand {
+    pub(crate) loc: Loc,
+    pub(crate) chan_pitch: u32,
 }

@@ -20,7 +20,8 @@
 
 use crate::base::act::Act;
 use crate::base::act::Placed;
-use crate::base::job::{DotOpcode, Job, JobKind, Tile};
+use crate::base::job::{BufId, DotOpcode, Job, JobKind, Tile};
+use crate::base::walk::ReadCand;
 use nnac_isa::HwConfig;
 use std::collections::BTreeMap;
 
@@ -31,7 +32,7 @@ const MAX_BANDS: u32 = 16;
 const DMA_LATENCY_S: f64 = 100e-9;
 
 /// Reads split into bands: buffer -> (its layout, rows per band).
-pub type ReadBands = BTreeMap<usize, (Act, u32)>;
+pub type ReadBands = BTreeMap<BufId, (Act, u32)>;
 
 /// True for the dense planar layout (`PP = 1`, `RP = W`, `CP = H*W`) of at least
 /// two rows, which a band DMA can address.
@@ -50,7 +51,7 @@ pub fn write_count(jobs: &[Job], p: &Placed, hw: &HwConfig) -> u32 {
     let Some(job) = jobs
         .iter()
         .rev()
-        .find(|j| j.kind.is_compute() && j.kind.access().1.contains(&p.buf))
+        .find(|j| j.kind.is_compute() && j.kind.access().writes.contains(&p.buf))
     else {
         return 1;
     };
@@ -83,23 +84,23 @@ pub fn write_count(jobs: &[Job], p: &Placed, hw: &HwConfig) -> u32 {
 /// final job order: those whose first compute reader starts sooner that way. A
 /// reader that also needs a buffer loaded by a later DMA in the queue (its streamed
 /// weights) waits for that anyway, so its input is read whole.
-pub fn reads(jobs: &[Job], cands: &[(usize, Act)], hw: &HwConfig) -> ReadBands {
+pub fn reads(jobs: &[Job], cands: &[ReadCand], hw: &HwConfig) -> ReadBands {
     let mut out = ReadBands::new();
-    for (buf, a) in cands {
-        let is_read = |j: &Job| matches!(j.kind, JobKind::Read { loc, .. } if loc.0 == *buf);
+    for ReadCand { buf, act: a } in cands {
+        let is_read = |j: &Job| matches!(j.kind, JobKind::Read { loc, .. } if loc.buf == *buf);
         let Some(r) = jobs.iter().position(is_read) else {
             continue;
         };
         let reader = jobs[r + 1..]
             .iter()
-            .position(|j| j.kind.is_compute() && j.kind.access().0.contains(buf));
+            .position(|j| j.kind.is_compute() && j.kind.access().reads.contains(buf));
         let Some(k) = reader.map(|k| r + 1 + k) else {
             continue;
         };
-        let inputs = jobs[k].kind.access().0;
+        let inputs = jobs[k].kind.access().reads;
         let later_load = jobs[r + 1..k]
             .iter()
-            .any(|j| matches!(j.kind, JobKind::Read { loc, .. } if inputs.contains(&loc.0)));
+            .any(|j| matches!(j.kind, JobKind::Read { loc, .. } if inputs.contains(&loc.buf)));
         if later_load {
             continue;
         }

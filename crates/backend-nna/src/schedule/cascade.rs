@@ -30,7 +30,7 @@
 //! goes next (the lowest original index on a tie, so a stretch with nothing to wait
 //! for keeps its order).
 
-use crate::base::job::{Job, Tile};
+use crate::base::job::{BufId, Job, Tile};
 use crate::schedule::bands::{dma_cycles, tile_cycles, ReadBands};
 use crate::schedule::emit::Emitted;
 use crate::schedule::sync::{bytes_conflict, sram_footprint};
@@ -54,7 +54,7 @@ pub fn reorder(em: &mut Emitted, jobs: &[Job], read_bands: &ReadBands, hw: &HwCo
 /// The stretches to reorder: per segment, from the first DMA_READ into a buffer of
 /// `banded_reads` (its keys) to [`WINDOW`] compute instructions later, the
 /// segment's end or the first other DMA.
-fn stretches<V>(em: &Emitted, banded_reads: &BTreeMap<usize, V>) -> Vec<std::ops::Range<usize>> {
+fn stretches<V>(em: &Emitted, banded_reads: &BTreeMap<BufId, V>) -> Vec<std::ops::Range<usize>> {
     let n = em.instrs.len();
     // Whether instruction `i` is a DMA_READ into a buffer of `banded_reads`.
     let banded_read = |i: usize| {
@@ -198,7 +198,7 @@ mod tests {
             access: writes
                 .iter()
                 .map(|w| Access {
-                    writes: w.to_vec(),
+                    writes: w.iter().map(|&b| BufId::new(b)).collect(),
                     ..Access::default()
                 })
                 .collect(),
@@ -218,8 +218,8 @@ mod tests {
             vec![d(), d(), c(), d(), c(), d(), c(), stop(), d(), c()],
             &[&[1], &[7], &[2], &[7], &[2], &[9], &[3], &[], &[8], &[4]],
         );
-        let banded: BTreeMap<usize, ()> = [(7, ()), (8, ())].into();
+        let banded: BTreeMap<BufId, ()> = [(BufId::new(7), ()), (BufId::new(8), ())].into();
         assert_eq!(stretches(&em, &banded), vec![1..5, 8..10]);
-        assert_eq!(stretches(&em, &BTreeMap::<usize, ()>::new()), vec![]);
+        assert_eq!(stretches(&em, &BTreeMap::<BufId, ()>::new()), vec![]);
     }
 }

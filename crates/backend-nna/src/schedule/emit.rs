@@ -2,7 +2,7 @@
 //! every instruction is checked with `nnac_isa::checks::check_instr`.
 
 use crate::base::act::split_rows;
-use crate::base::job::{DotOpcode, Job, JobKind, Loc, Tile};
+use crate::base::job::{BufAccess, BufId, DotOpcode, Job, JobKind, Loc, Tile};
 use crate::error::{emit_err, BackendError};
 use crate::schedule::bands::ReadBands;
 use crate::schedule::sync::{sram_footprint, Access};
@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 /// SRAM address of buffer `b` plus `off`, as the 28-bit field type.
 fn addr(addrs: &[u64], loc: Loc, off: u64) -> u32 {
     // Placement keeps every buffer below `sram_bytes` <= 2^28, so this fits.
-    (addrs[loc.0] + loc.1 + off) as u32
+    (addrs[loc.buf.index()] + loc.off + off) as u32
 }
 
 fn dot_tile(
@@ -46,7 +46,7 @@ fn job_instrs(job: &Job, addrs: &[u64], hw: &HwConfig, read_bands: &ReadBands) -
         JobKind::Read { loc, dma } => {
             let mut d = dma.clone();
             d.sram_addr = addr(addrs, *loc, u64::from(dma.sram_addr));
-            let Some((a, rows)) = read_bands.get(&loc.0) else {
+            let Some((a, rows)) = read_bands.get(&loc.buf) else {
                 return split_rows(d).into_iter().map(Instr::DmaRead).collect();
             };
             a.band_dmas(*rows)
@@ -128,14 +128,14 @@ pub fn emit(
     jobs: &[Job],
     addrs: &[u64],
     hw: &HwConfig,
-    banded: &BTreeSet<usize>,
+    banded: &BTreeSet<BufId>,
     read_bands: &ReadBands,
 ) -> Result<Emitted, BackendError> {
     let mut out = Vec::new();
     let mut access = Vec::new();
     let mut of_job = Vec::new();
     for (j, job) in jobs.iter().enumerate() {
-        let (reads, writes) = job.kind.access();
+        let BufAccess { reads, writes } = job.kind.access();
         let exact = reads.iter().chain(&writes).any(|b| banded.contains(b));
         for ins in job_instrs(job, addrs, hw, read_bands) {
             let bytes = exact.then(|| Box::new(sram_footprint(&ins, hw)));

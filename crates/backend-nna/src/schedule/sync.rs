@@ -33,26 +33,35 @@
 //! twice or cleared twice, and two flags suffice. This serialises the queues
 //! completely (no DMA/compute overlap); a buffer-based assignment is future work.
 
+use crate::base::job::BufId;
 use nnac_isa::hazard::{footprint, Intervals};
 use nnac_isa::{Class, HwConfig, Instr};
+use std::ops::Range;
 
 /// Flags the serialising scheme needs.
 pub const FLAGS_USED: u32 = 2;
 
 /// The SRAM bytes an instruction reads and writes.
-pub type SramBytes = (Intervals, Intervals);
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SramBytes {
+    pub reads: Intervals,
+    pub writes: Intervals,
+}
 
 /// The SRAM bytes `ins` reads and writes (`nnac_isa::hazard::footprint`).
 pub(crate) fn sram_footprint(ins: &Instr, hw: &HwConfig) -> SramBytes {
     let f = footprint(ins, hw);
-    (f.sram_reads, f.sram_writes)
+    SramBytes {
+        reads: f.sram_reads,
+        writes: f.sram_writes,
+    }
 }
 
 /// Buffers one instruction reads and writes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Access {
-    pub reads: Vec<usize>,
-    pub writes: Vec<usize>,
+    pub reads: Vec<BufId>,
+    pub writes: Vec<BufId>,
     /// The exact SRAM bytes the instruction reads and writes (`sram_footprint`),
     /// kept for the instructions that touch a buffer moved by DMA in bands
     /// (`Lowered::banded`). Two instructions that both have it conflict only if
@@ -61,22 +70,22 @@ pub struct Access {
     pub bytes: Option<Box<SramBytes>>,
 }
 
-fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
-    a.0 < b.1 && b.0 < a.1
+fn overlaps(a: Range<u64>, b: Range<u64>) -> bool {
+    a.start < b.end && b.start < a.end
 }
 
 /// Whether two instructions with SRAM bytes `a` and `b` conflict: one writes a byte
 /// the other reads or writes (RAW, WAR, WAW).
 pub(crate) fn bytes_conflict(a: &SramBytes, b: &SramBytes) -> bool {
     let meet = |p: &Intervals, q: &Intervals| p.first_overlap(q).is_some();
-    meet(&a.1, &b.1) || meet(&a.1, &b.0) || meet(&a.0, &b.1)
+    meet(&a.writes, &b.writes) || meet(&a.writes, &b.reads) || meet(&a.reads, &b.writes)
 }
 
-fn conflict(x: &Access, y: &Access, span: &dyn Fn(usize) -> (u64, u64)) -> bool {
+fn conflict(x: &Access, y: &Access, span: &dyn Fn(BufId) -> Range<u64>) -> bool {
     if let (Some(a), Some(b)) = (&x.bytes, &y.bytes) {
         return bytes_conflict(a, b);
     }
-    let any = |p: &[usize], q: &[usize]| {
+    let any = |p: &[BufId], q: &[BufId]| {
         p.iter()
             .any(|&a| q.iter().any(|&b| overlaps(span(a), span(b))))
     };
@@ -87,7 +96,7 @@ fn conflict(x: &Access, y: &Access, span: &dyn Fn(usize) -> (u64, u64)) -> bool 
 fn edges(
     instrs: &[Instr],
     acc: &[Access],
-    span: &dyn Fn(usize) -> (u64, u64),
+    span: &dyn Fn(BufId) -> Range<u64>,
 ) -> Vec<(usize, usize)> {
     // Per queue: instruction indices, and the latest other-queue index already waited for.
     let mut queues: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
@@ -131,7 +140,7 @@ fn segments(instrs: &[Instr]) -> Vec<std::ops::Range<usize>> {
 pub fn assign(
     instrs: &mut [Instr],
     acc: &[Access],
-    span: &dyn Fn(usize) -> (u64, u64),
+    span: &dyn Fn(BufId) -> Range<u64>,
     max_flags: u32,
 ) -> Option<u32> {
     let mut used = 0;
@@ -235,8 +244,8 @@ mod tests {
 
     fn acc(r: &[usize], w: &[usize]) -> Access {
         Access {
-            reads: r.to_vec(),
-            writes: w.to_vec(),
+            reads: r.iter().map(|&b| BufId::new(b)).collect(),
+            writes: w.iter().map(|&b| BufId::new(b)).collect(),
             bytes: None,
         }
     }
@@ -255,7 +264,7 @@ mod tests {
             acc(&[], &[3]),
             acc(&[1], &[0]),
         ];
-        let span = |b: usize| (b as u64 * 100, b as u64 * 100 + 50);
+        let span = |b: BufId| b.index() as u64 * 100..b.index() as u64 * 100 + 50;
         let n = assign(&mut p, &a, &span, 8).unwrap();
         // Edges: 0 -> 2 (RAW b0), 1 -> 4 (RAW b1). The load at 3 waits for nothing.
         assert_eq!(p[0].flags().set.to_text(), "F0");
@@ -281,7 +290,7 @@ mod tests {
             acc(&[], &[2]),
             acc(&[2], &[5]),
         ];
-        let span = |b: usize| (b as u64 * 100, b as u64 * 100 + 50);
+        let span = |b: BufId| b.index() as u64 * 100..b.index() as u64 * 100 + 50;
         // Flags to spare: three fresh ones, no load waits for a conv.
         let mut p = prog();
         assert_eq!(assign(&mut p, &a, &span, 8), Some(3));
