@@ -215,6 +215,21 @@ pub fn scale_over(x: &Act, (row, pix, chan): (u32, u32, u32), out_signed: bool) 
     }
 }
 
+/// An activation value: its layout and buffer.
+#[derive(Clone)]
+pub struct Placed {
+    pub act: Act,
+    pub buf: BufId,
+    /// Byte offset of the tensor in its buffer (a concatenation slot).
+    pub off: u64,
+}
+
+impl Placed {
+    pub fn loc(&self) -> Loc {
+        Loc::new(self.buf, self.off)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,20 +265,5 @@ mod tests {
             .len(),
             1
         );
-    }
-}
-
-/// An activation value: its layout and buffer.
-#[derive(Clone)]
-pub struct Placed {
-    pub act: Act,
-    pub buf: BufId,
-    /// Byte offset of the tensor in its buffer (a concatenation slot).
-    pub off: u64,
-}
-
-impl Placed {
-    pub fn loc(&self) -> Loc {
-        Loc::new(self.buf, self.off)
     }
 }

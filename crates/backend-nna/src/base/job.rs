@@ -191,22 +191,6 @@ pub fn tiles(pixels: u32, channels: u32, tp: u32, tc: u32) -> Vec<Tile> {
     v
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tiles_cover_exactly_once() {
-        let t = tiles(200, 100, 96, 96);
-        assert_eq!(t.len(), 6);
-        let px: u32 = t.iter().map(|t| t.pix_count * t.c_count).sum();
-        assert_eq!(px, 200 * 100);
-        assert_eq!(t[1].c_start, 96);
-        assert_eq!(t[1].c_count, 4);
-        assert_eq!(t[5].pix_count, 8);
-    }
-}
-
 impl std::ops::Index<JobId> for [Job] {
     type Output = Job;
     fn index(&self, id: JobId) -> &Job {
@@ -230,5 +214,21 @@ impl std::ops::Index<JobId> for Vec<Job> {
 impl std::ops::IndexMut<JobId> for Vec<Job> {
     fn index_mut(&mut self, id: JobId) -> &mut Job {
         &mut self[id.index()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiles_cover_exactly_once() {
+        let t = tiles(200, 100, 96, 96);
+        assert_eq!(t.len(), 6);
+        let px: u32 = t.iter().map(|t| t.pix_count * t.c_count).sum();
+        assert_eq!(px, 200 * 100);
+        assert_eq!(t[1].c_start, 96);
+        assert_eq!(t[1].c_count, 4);
+        assert_eq!(t[5].pix_count, 8);
     }
 }

@@ -70,6 +70,15 @@ pub fn chan_table(entries: &[[i32; 4]]) -> Vec<u8> {
     entries.iter().flat_map(|e| i32_bytes(e)).collect()
 }
 
+/// Parameter images of one dot-product layer.
+pub(crate) struct DotParams {
+    pub weights: Vec<u8>,
+    pub bias: Vec<i32>,
+    pub entries: Vec<[i32; 4]>,
+    /// Bytes of one weight block.
+    pub block: u32,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,13 +101,4 @@ mod tests {
         assert_eq!(i32_bytes(&[-2]), vec![0xfe, 0xff, 0xff, 0xff]);
         assert_eq!(chan_table(&[[1, 2, 3, 4]]).len(), 16);
     }
-}
-
-/// Parameter images of one dot-product layer.
-pub(crate) struct DotParams {
-    pub weights: Vec<u8>,
-    pub bias: Vec<i32>,
-    pub entries: Vec<[i32; 4]>,
-    /// Bytes of one weight block.
-    pub block: u32,
 }

@@ -201,8 +201,10 @@ mod tests {
             read(1 << 20),
             compute(100),
         ];
-        let mut sp = SpillState::default();
-        sp.step_start = starts(&[(0, 0), (1, 1), (2, 3)]);
+        let sp = SpillState {
+            step_start: starts(&[(0, 0), (1, 1), (2, 3)]),
+            ..SpillState::default()
+        };
         let est = Estimate::new(&jobs, &sp, &hw);
         let mut keys: Vec<(usize, u8, usize)> = (0..jobs.len()).map(|j| (j, 1, j)).collect();
         let in_order = est.makespan(&keys);
@@ -219,8 +221,10 @@ mod tests {
         // Ahead of a load that step 1 needs at once, with no compute to hide under,
         // it delays that load and the whole program.
         let jobs = vec![read(1 << 10), compute(100), read(1 << 20), compute(100)];
-        let mut sp = SpillState::default();
-        sp.step_start = starts(&[(0, 0), (1, 2)]);
+        let sp = SpillState {
+            step_start: starts(&[(0, 0), (1, 2)]),
+            ..SpillState::default()
+        };
         let est = Estimate::new(&jobs, &sp, &hw);
         let keys: Vec<(usize, u8, usize)> = (0..jobs.len()).map(|j| (j, 1, j)).collect();
         let mut early = keys.clone();

@@ -213,6 +213,14 @@ fn band_buf(walk: &mut Walk<'_>, name: &str, size: u64, overlap: bool) -> BufId 
     b
 }
 
+/// One operand of a band of a pixel-wise layer: where it is and its channel pitch
+/// (a resident tensor keeps its own, a band buffer has `rows * row_pitch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BandOperand {
+    pub(crate) loc: Loc,
+    pub(crate) chan_pitch: u32,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,12 +232,4 @@ mod tests {
         assert_eq!(band_rows(100, 100, 1000, 1150), (1, false));
         assert_eq!(band_rows(100, 100, 1000, 1050), (1, false));
     }
-}
-
-/// One operand of a band of a pixel-wise layer: where it is and its channel pitch
-/// (a resident tensor keeps its own, a band buffer has `rows * row_pitch`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct BandOperand {
-    pub(crate) loc: Loc,
-    pub(crate) chan_pitch: u32,
 }
