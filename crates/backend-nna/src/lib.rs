@@ -1,38 +1,40 @@
 //! nnac-backend-nna: lowers a quantized nnac graph (the output of `nnac-passes`) to an
 //! NNA program ([`nnac_isa::Program`]).
 //!
-//! Entry: [`lower()`]. Stages, one file each: `lower.rs` / `lower_ops.rs` walk the
-//! graph into SRAM buffers, DRAM image parts and jobs ([`job`]); [`alloc`] places the
-//! buffers in SRAM (liveness-based first fit; a layer's parameters are live from the
-//! previous step so their DMA can overlap the previous layer); `emit.rs` turns jobs
-//! into instructions (one per tile), each checked with `check_instr`; [`sync`] adds
-//! the dependency flags (conflict-based, falling back to full serialisation).
+//! Entry: [`lower()`]. The crate is four folders, in pipeline order; each imports
+//! only from the ones before it (checked by the `layering` test):
 //!
-//! [`simd`] builds the SIMD program and channel entries of every epilogue (integer
-//! FUSED_RELU path and the fp32 path of sigmoid, tanh, hard-sigmoid/-swish, leaky
-//! ReLU and PReLU).
-//!
-//! Host ops (`lower_host.rs`): ops the NNA has no instruction for run on the host
-//! between segments; their operands go to DRAM before a STOP and their results come
-//! back by DMA only when an NNA op reads them, in bands of rows when the tiles of
-//! their producer (reader) finish (start) band by band.
-//!
-//! When the buffers do not fit in SRAM (docs/ARCHITECTURE.md, "Backend: SRAM
-//! placement, splitting, spill and prefetch"): [`plan`] refines a spill/split plan and
-//! the walk runs again; [`spill`] keeps spilled activations in DRAM between layers
-//! (spill after the producer, fill before each consumer, in the graph's own I/O
-//! tensors or a spill area appended to the DRAM image); [`split`] runs a dot-product
-//! layer in bands of output rows (input rows with halo) and chunks of streamed
-//! 96-channel weight groups; a layer whose smallest piece (one row band, one weight
-//! group) does not fit is [`BackendError::SramFull`]. [`prefetch`] then moves every
-//! parameter load as far ahead as free SRAM allows.
-//!
-//! `split_px.rs` runs ELTWISE / SCALE in bands of rows the same way.
-//!
-//! [`resident`] keeps the weights in SRAM across frames: when all parameters fit
-//! with the activations they are pinned and loaded once by a prologue (docs/ISA.md
-//! 2.2), else as many as fit beside the streaming plan are (large layers' weights
-//! in chunks, the pinned ones spread over the program).
+//! - `base/`: the leaf. Activation layouts ([`base::act`]), jobs and the typed ids
+//!   `BufId`, `JobId`, `Loc` ([`base::job`]), SRAM buffers ([`base::buffer`]),
+//!   parameter tables ([`base::params`]), the walk's state ([`base::plan`],
+//!   [`base::spill_state`], [`base::host_state`]) and the walk's small core
+//!   ([`base::walk::Walk`]: buffers, values, DRAM image parts, steps).
+//! - `schedule/`: jobs become instructions ([`schedule::emit`], one per tile, each
+//!   checked with `check_instr`); bands of DRAM reads and writes and the cycle
+//!   estimates ([`schedule::bands`]); the cascade that overlaps consecutive layers
+//!   ([`schedule::cascade`]); the sequencer's slice rule ([`schedule::seq_rule`],
+//!   [`schedule::seq_tiles`]); dependency flags ([`schedule::sync`]: conflict-based,
+//!   falling back to full serialisation).
+//! - `place/`: where buffers live and when. Liveness-based first fit
+//!   ([`place::alloc`]); when the buffers do not fit (docs/ARCHITECTURE.md, "Backend:
+//!   SRAM placement, splitting, spill and prefetch"), [`place::plan::refine`] refines
+//!   a spill/split plan and the walk runs again; [`place::spill`] keeps spilled
+//!   activations in DRAM between layers; [`place::split`] runs a dot-product layer in
+//!   bands of output rows and chunks of streamed weight groups, [`place::split_px`]
+//!   ELTWISE / SCALE in bands of rows; a layer whose smallest piece does not fit is
+//!   [`BackendError::SramFull`]. [`place::resident`] keeps weights in SRAM across
+//!   frames (all of them loaded once by a prologue, docs/ISA.md 2.2, or as many as
+//!   fit); [`place::prefetch`] moves every parameter load as far ahead as free SRAM
+//!   allows.
+//! - `lower/`: the graph walk ([`lower::graph::run`]: every node in topological
+//!   order) and the op lowerings, functions over the walk: dot products, SCALE and
+//!   ELTWISE ([`lower::dot`], fields in [`lower::fields`]), host ops
+//!   ([`lower::host`]: ops the NNA has no instruction for run on the host between
+//!   segments, operands to DRAM before a STOP), global pooling ([`lower::gap`]),
+//!   pooling apart from its producer ([`lower::pool_apart`], [`lower::pool_bands`]),
+//!   channel shuffles, upsampling, HWC eltwise, and the SIMD epilogue programs
+//!   ([`simd`]: integer FUSED_RELU path and the fp32 path of sigmoid, tanh,
+//!   hard-sigmoid/-swish, leaky ReLU and PReLU).
 //!
 //! Not yet: concatenation other than on axis 1; splitting a concatenation whose
 //! output stays in SRAM (its output must fit whole).
@@ -45,6 +47,7 @@
 // The module docs are the crate's code map: they link private items, so read them
 // with `cargo doc --document-private-items`.
 #![allow(rustdoc::private_intra_doc_links)]
+#![warn(unreachable_pub)]
 
 mod base;
 mod error;

@@ -10,11 +10,11 @@ use nnac_ir::{DType, Quant, TensorType};
 use nnac_isa::{Dma, Scale};
 
 /// Most bytes one DMA row moves (the `row_len` field is 20 bits).
-pub const MAX_DMA_ROW: u64 = (1 << 20) - 1;
+pub(crate) const MAX_DMA_ROW: u64 = (1 << 20) - 1;
 
 /// Geometry and quantization of one activation tensor.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Act {
+pub(crate) struct Act {
     pub h: u32,
     pub w: u32,
     pub c: u32,
@@ -30,7 +30,7 @@ pub struct Act {
 
 impl Act {
     /// The default layout of a quantized `[1, C, H, W]` or `[1, K]` tensor.
-    pub fn of(node: &str, t: &TensorType) -> Result<Act, BackendError> {
+    pub(crate) fn of(node: &str, t: &TensorType) -> Result<Act, BackendError> {
         let not_q = |detail: String| BackendError::NotQuantized {
             node: node.to_string(),
             detail,
@@ -83,7 +83,7 @@ impl Act {
     /// The same tensor stored HWC (`pix_pitch = C`, `row_pitch = W*C`,
     /// `chan_pitch = 1`): only for a value whose one reader is a global pool run with
     /// the channels as output pixels (`gap.rs`); never DMA'd, spilled or split.
-    pub fn hwc(self) -> Act {
+    pub(crate) fn hwc(self) -> Act {
         Act {
             pix_pitch: self.c,
             row_pitch: self.w * self.c,
@@ -93,7 +93,7 @@ impl Act {
     }
 
     /// Bytes the tensor occupies in SRAM (up to its last element).
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         let u = u64::from;
         u(self.c - 1) * u(self.chan_pitch)
             + u(self.h - 1) * u(self.row_pitch)
@@ -104,7 +104,7 @@ impl Act {
     /// Bytes of one row over all channels: a band buffer of `n` rows holds
     /// `n * row_bytes()`. Planar, a row of each channel; stored HWC (channels
     /// interleaved within a row, [`Act::hwc`]), one row pitch.
-    pub fn row_bytes(&self) -> u64 {
+    pub(crate) fn row_bytes(&self) -> u64 {
         if self.chan_pitch < self.row_pitch {
             u64::from(self.row_pitch)
         } else {
@@ -113,18 +113,18 @@ impl Act {
     }
 
     /// Channel pitch of a band of `rows` rows held on its own.
-    pub fn band_chan_pitch(&self, rows: u32) -> u32 {
+    pub(crate) fn band_chan_pitch(&self, rows: u32) -> u32 {
         rows * self.row_pitch
     }
 
-    pub fn pixels(&self) -> u32 {
+    pub(crate) fn pixels(&self) -> u32 {
         self.h * self.w
     }
 
     /// Whether this tensor (ELTWISE's B) is one value per channel broadcast over the
     /// pixels of `full`: it is read with row and pixel pitch 0, and whole by every
     /// band of a banded layer.
-    pub fn broadcast_over(&self, full: &Act) -> bool {
+    pub(crate) fn broadcast_over(&self, full: &Act) -> bool {
         self.pixels() == 1 && full.pixels() > 1
     }
 
@@ -133,7 +133,7 @@ impl Act {
     /// those rows with channel pitch `sram_chan_pitch`: one DMA row per channel, or a
     /// single row when both sides are contiguous. A row longer than one DMA row
     /// (a plane above 1 MiB) is cut into several DMAs at emission ([`split_rows`]).
-    pub fn rows_dma(&self, y0: u32, rows: u32, sram_chan_pitch: u32) -> Dma {
+    pub(crate) fn rows_dma(&self, y0: u32, rows: u32, sram_chan_pitch: u32) -> Dma {
         let len = u64::from(rows) * u64::from(self.row_pitch);
         let dense = len == u64::from(sram_chan_pitch);
         let (n, len, d_stride, s_stride) =
@@ -158,7 +158,7 @@ impl Act {
     /// `y0..` is [`Act::rows_dma`] with the channel pitch on both sides, both
     /// addresses `y0 * row_pitch` relative to the tensors. With `rows >= h`, the one
     /// DMA of the whole tensor.
-    pub fn band_dmas(&self, rows: u32) -> impl Iterator<Item = Dma> + '_ {
+    pub(crate) fn band_dmas(&self, rows: u32) -> impl Iterator<Item = Dma> + '_ {
         let rows = rows.max(1);
         (0..self.h).step_by(rows as usize).map(move |y0| Dma {
             sram_addr: y0 * self.row_pitch,
@@ -171,7 +171,7 @@ impl Act {
 /// chunks of at most [`MAX_DMA_ROW`] bytes, one DMA per chunk (the same rows and
 /// strides, addresses advanced by the chunk's offset). A DMA that fits is returned
 /// as it is. Together the DMAs move exactly the bytes of `d`.
-pub fn split_rows(d: Dma) -> Vec<Dma> {
+pub(crate) fn split_rows(d: Dma) -> Vec<Dma> {
     let len = u64::from(d.row_len);
     if len <= MAX_DMA_ROW {
         return vec![d];
@@ -198,7 +198,7 @@ pub fn split_rows(d: Dma) -> Vec<Dma> {
 /// A SCALE over all of `x` (its shape, pitches and signedness), writing through the
 /// output pitches `(row, pix, chan)` as codes of signedness `out_signed`; the caller
 /// sets the program, zero point and tiles.
-pub fn scale_over(x: &Act, (row, pix, chan): (u32, u32, u32), out_signed: bool) -> Scale {
+pub(crate) fn scale_over(x: &Act, (row, pix, chan): (u32, u32, u32), out_signed: bool) -> Scale {
     Scale {
         h: x.h,
         w: x.w,
@@ -217,7 +217,7 @@ pub fn scale_over(x: &Act, (row, pix, chan): (u32, u32, u32), out_signed: bool) 
 
 /// An activation value: its layout and buffer.
 #[derive(Clone)]
-pub struct Placed {
+pub(crate) struct Placed {
     pub act: Act,
     pub buf: BufId,
     /// Byte offset of the tensor in its buffer (a concatenation slot).
@@ -225,7 +225,7 @@ pub struct Placed {
 }
 
 impl Placed {
-    pub fn loc(&self) -> Loc {
+    pub(crate) fn loc(&self) -> Loc {
         Loc::new(self.buf, self.off)
     }
 }

@@ -14,7 +14,7 @@ pub struct Buffer {
 }
 
 /// Alignment of DRAM image parts and I/O tensors.
-pub const DRAM_ALIGN: u64 = 64;
+pub(crate) const DRAM_ALIGN: u64 = 64;
 
 /// SRAM buffer alignment in bytes.
 pub const SRAM_ALIGN: u64 = 64;

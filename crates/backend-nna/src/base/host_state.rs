@@ -38,7 +38,7 @@ pub(crate) struct HostRec {
 
 /// The host-op state of the walk.
 #[derive(Debug, Default)]
-pub struct HostState {
+pub(crate) struct HostState {
     pub(crate) tensors: Vec<DramRef>,
     pub(crate) vals: BTreeMap<NodeId, DramVal>,
     pub(crate) recs: Vec<HostRec>,

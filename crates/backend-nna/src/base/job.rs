@@ -170,7 +170,7 @@ pub struct Job {
 
 /// Tiles of `pixels x channels` in pixel-major order (all channel groups of a pixel
 /// group before the next pixel group), at most `tp` pixels and `tc` channels each.
-pub fn tiles(pixels: u32, channels: u32, tp: u32, tc: u32) -> Vec<Tile> {
+pub(crate) fn tiles(pixels: u32, channels: u32, tp: u32, tc: u32) -> Vec<Tile> {
     let mut v = Vec::new();
     let mut p = 0;
     while p < pixels {

@@ -5,11 +5,11 @@
 //! **Invariant**: nothing here imports from `lower`, `place` or `schedule`; they all
 //! import from here.
 
-pub mod act;
-pub mod buffer;
-pub mod host_state;
-pub mod job;
-pub mod params;
-pub mod plan;
-pub mod spill_state;
-pub mod walk;
+pub(crate) mod act;
+pub(crate) mod buffer;
+pub(crate) mod host_state;
+pub(crate) mod job;
+pub(crate) mod params;
+pub(crate) mod plan;
+pub(crate) mod spill_state;
+pub(crate) mod walk;

@@ -4,7 +4,7 @@
 
 /// Reorders weights into output-channel groups of `cols`. `weight(oc, t)` returns
 /// the code of output channel `oc` at vector index `t = (ic*kh + ky)*kw + kx`.
-pub fn weight_blocks(
+pub(crate) fn weight_blocks(
     out_c: usize,
     k: usize,
     cols: usize,
@@ -29,7 +29,7 @@ pub fn weight_blocks(
 /// The largest `|bias| + sum |w * x|` over the output channels of a weight-block
 /// image (`k` vectors per group of `cols`), for input codes of magnitude <= `xmax`:
 /// the worst case the accumulator must hold.
-pub fn acc_bound(
+pub(crate) fn acc_bound(
     blocks: &[u8],
     out_c: usize,
     k: usize,
@@ -61,12 +61,12 @@ pub fn acc_bound(
 }
 
 /// Little-endian int32 values.
-pub fn i32_bytes(values: &[i32]) -> Vec<u8> {
+pub(crate) fn i32_bytes(values: &[i32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
 /// The channel table: one `[C0, C1, C2, C3]` entry per channel.
-pub fn chan_table(entries: &[[i32; 4]]) -> Vec<u8> {
+pub(crate) fn chan_table(entries: &[[i32; 4]]) -> Vec<u8> {
     entries.iter().flat_map(|e| i32_bytes(e)).collect()
 }
 

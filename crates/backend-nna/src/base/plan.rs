@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Decisions the walk follows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Values kept in DRAM between layers.
     pub spilled: BTreeSet<NodeId>,
     /// SRAM budget of a layer's working set (default: the whole SRAM).
@@ -24,14 +24,14 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn budget_of(&self, id: NodeId, sram: u64) -> u64 {
+    pub(crate) fn budget_of(&self, id: NodeId, sram: u64) -> u64 {
         self.budget.get(&id).copied().unwrap_or(sram)
     }
 
     /// Whether a layer with `weight_bytes` of weights in weight groups of `block`
     /// bytes loads them in chunks: more than one chunk of the cap (a chunk holds
     /// at least one group).
-    pub fn chunks_weights(&self, weight_bytes: u64, block: u64) -> bool {
+    pub(crate) fn chunks_weights(&self, weight_bytes: u64, block: u64) -> bool {
         self.weight_chunk
             .is_some_and(|c| weight_bytes > c.max(block))
     }

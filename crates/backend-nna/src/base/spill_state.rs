@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 /// Where a DRAM home lies; resolved to an address after the walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Base {
+pub(crate) enum Base {
     /// Spill region `r`.
     Spill(usize),
     /// I/O descriptor `i` (a graph input).
@@ -23,20 +23,20 @@ pub enum Base {
 
 /// A spilled activation: its layout (the same pitches as in SRAM) and home.
 #[derive(Debug, Clone)]
-pub struct DramAct {
+pub(crate) struct DramAct {
     pub act: Act,
     pub base: Base,
 }
 
 /// An activation a layer reads: resident in SRAM or spilled to DRAM.
 #[derive(Clone)]
-pub enum Src {
+pub(crate) enum Src {
     Sram(Placed),
     Dram(DramAct),
 }
 
 impl Src {
-    pub fn act(&self) -> &Act {
+    pub(crate) fn act(&self) -> &Act {
         match self {
             Src::Sram(p) => &p.act,
             Src::Dram(d) => &d.act,
@@ -56,7 +56,7 @@ pub struct SplitLayer {
 
 /// The walk's spill/split bookkeeping (part of [`crate::base::walk::Lowered`]).
 #[derive(Debug, Clone, Default)]
-pub struct SpillState {
+pub(crate) struct SpillState {
     pub plan: Plan,
     /// DRAM homes of the spilled values.
     pub homes: BTreeMap<NodeId, DramAct>,
@@ -90,14 +90,14 @@ pub struct SpillState {
 /// A DMA job whose DRAM address is relative to a home ([`Base`]), resolved after
 /// the walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HomeFixup {
+pub(crate) struct HomeFixup {
     pub job: JobId,
     pub base: Base,
 }
 
 /// A buffer loaded from the DRAM image (parameters) and its load jobs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParamBuf {
+pub(crate) struct ParamBuf {
     pub buf: BufId,
     /// Its DMA-read jobs.
     pub loads: Vec<JobId>,
@@ -105,7 +105,7 @@ pub struct ParamBuf {
 
 /// The first job of a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StepStart {
+pub(crate) struct StepStart {
     pub step: usize,
     /// The step's first job (`Lowered::jobs.len()` when the step has none yet).
     pub job: JobId,
@@ -113,7 +113,7 @@ pub struct StepStart {
 
 /// The spill area in the DRAM image.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SpillArea {
+pub(crate) struct SpillArea {
     pub addr: u64,
     pub bytes: u64,
 }

@@ -20,14 +20,14 @@ const DMA_CHUNK: u64 = 1 << 19;
 /// Where a producer writes straight into a concatenation: the concatenation and the
 /// channel offset of its slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConcatSlot {
+pub(crate) struct ConcatSlot {
     pub concat: NodeId,
     pub c_off: u32,
 }
 
 /// A compute layer and how many tiles (instructions) it emitted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LayerTiles {
+pub(crate) struct LayerTiles {
     pub layer: String,
     pub mnemonic: String,
     pub tiles: usize,
@@ -36,13 +36,13 @@ pub struct LayerTiles {
 /// A buffer read whole from DRAM that `bands::reads` may read in bands of rows
 /// instead, with its layout.
 #[derive(Debug, Clone)]
-pub struct ReadCand {
+pub(crate) struct ReadCand {
     pub buf: BufId,
     pub act: Act,
 }
 
 /// Everything the walk produces.
-pub struct Lowered {
+pub(crate) struct Lowered {
     pub bufs: Vec<Buffer>,
     pub jobs: Vec<Job>,
     pub dram: Vec<u8>,
@@ -57,7 +57,7 @@ pub struct Lowered {
     /// Host ops, in execution order (`lower_host.rs`).
     pub host_ops: Vec<HostOp>,
     /// Buffers written to DRAM by several DMAs of bands of rows
-    /// ([`Walk::dma_bands`]): the instructions touching them are ordered by their
+    /// ([`crate::lower::host::dma_bands`]): the instructions touching them are ordered by their
     /// exact bytes (`sync::Access::bytes`), so each band's DMA waits only for the
     /// tiles of that band.
     pub banded: BTreeSet<BufId>,
@@ -66,7 +66,7 @@ pub struct Lowered {
     pub read_cands: Vec<ReadCand>,
 }
 
-pub struct Walk<'g> {
+pub(crate) struct Walk<'g> {
     pub g: &'g Graph,
     pub hw: &'g HwConfig,
     pub tile_pixels: u32,
@@ -86,7 +86,7 @@ pub struct Walk<'g> {
 }
 
 impl<'g> Walk<'g> {
-    pub fn new(g: &'g Graph, hw: &'g HwConfig, tile_pixels: u32) -> Self {
+    pub(crate) fn new(g: &'g Graph, hw: &'g HwConfig, tile_pixels: u32) -> Self {
         Walk {
             g,
             hw,
@@ -114,12 +114,12 @@ impl<'g> Walk<'g> {
     }
 
     /// Walks with `plan` (values to spill, layer budgets) instead of the empty plan.
-    pub fn with_plan(mut self, plan: Plan) -> Self {
+    pub(crate) fn with_plan(mut self, plan: Plan) -> Self {
         self.out.sp.plan = plan;
         self
     }
 
-    pub fn new_buf(&mut self, owner: &str, size: u64) -> BufId {
+    pub(crate) fn new_buf(&mut self, owner: &str, size: u64) -> BufId {
         self.out.bufs.push(Buffer {
             owner: owner.to_string(),
             size,
@@ -130,7 +130,7 @@ impl<'g> Walk<'g> {
     }
 
     /// Marks `v`'s buffer live at the current step; returns its activation.
-    pub fn use_value(&mut self, v: Value) -> Option<Placed> {
+    pub(crate) fn use_value(&mut self, v: Value) -> Option<Placed> {
         let p = self.vals.get(&v.node)?.clone();
         let b = &mut self.out.bufs[p.buf];
         b.last = b.last.max(self.step);
@@ -150,7 +150,7 @@ impl<'g> Walk<'g> {
     /// live from the previous working step on (`prev_work_step`: the previous layer,
     /// or the previous band or weight group of a split layer), so that it does not
     /// reuse that step's buffers and its DMA can run while it computes (prefetch).
-    pub fn param(&mut self, node: &str, bytes: &[u8]) -> BufId {
+    pub(crate) fn param(&mut self, node: &str, bytes: &[u8]) -> BufId {
         let buf = self.new_buf(node, bytes.len() as u64);
         if self.out.sp.overlap {
             self.out.bufs[buf].first = self.prev_work_step();
@@ -184,7 +184,7 @@ impl<'g> Walk<'g> {
     }
 
     /// The output activation of `id`: a new buffer, or its slot in a concatenation.
-    pub fn define(&mut self, id: NodeId) -> Result<Placed, BackendError> {
+    pub(crate) fn define(&mut self, id: NodeId) -> Result<Placed, BackendError> {
         let node = self.g.node(id);
         let mut act = Act::of(&node.name, &node.outputs[0])?;
         let p = match self.slots.get(&id).copied() {
@@ -221,7 +221,7 @@ impl<'g> Walk<'g> {
         Ok(p)
     }
 
-    /// The SRAM layout of value `id`: planar, or HWC when [`Walk::plan_hwc`] chose it.
+    /// The SRAM layout of value `id`: planar, or HWC when `lower::graph::plan_hwc` chose it.
     pub(crate) fn act_of(&self, id: NodeId) -> Result<Act, BackendError> {
         let node = self.g.node(id);
         let act = Act::of(&node.name, &node.outputs[0])?;

@@ -139,7 +139,7 @@ fn unsupported<'g>(walk: &mut Walk<'g>, id: NodeId, why: impl Into<String>) {
 }
 
 /// Walks the whole graph.
-pub fn run<'g>(mut walk: Walk<'g>) -> Result<Lowered, BackendError> {
+pub(crate) fn run<'g>(mut walk: Walk<'g>) -> Result<Lowered, BackendError> {
     let order = walk
         .g
         .topo_order()

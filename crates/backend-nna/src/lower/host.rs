@@ -13,7 +13,7 @@
 //! reads is an alias; any other reshape the NNA cannot alias is a host op.
 //!
 //! DRAM addresses of scratch tensors and I/O descriptors are known only after the
-//! whole walk (`place_io`); tensors are named by index until [`Walk::finish_host`]
+//! whole walk (`place_io`); tensors are named by index until [`finish_host`]
 //! resolves them.
 
 use crate::base::act::Act;

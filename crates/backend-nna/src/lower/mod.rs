@@ -8,14 +8,14 @@
 //! **Boundary**: depends on `base`, `place` and `schedule`; nothing but the crate
 //! root depends on it.
 
-pub mod dot;
-pub mod eltwise_hwc;
-pub mod fields;
-pub mod gap;
-pub mod graph;
-pub mod host;
-pub mod pool_apart;
-pub mod pool_bands;
-pub mod shuffle;
+pub(crate) mod dot;
+pub(crate) mod eltwise_hwc;
+pub(crate) mod fields;
+pub(crate) mod gap;
+pub(crate) mod graph;
+pub(crate) mod host;
+pub(crate) mod pool_apart;
+pub(crate) mod pool_bands;
+pub(crate) mod shuffle;
 pub mod simd;
-pub mod upsample;
+pub(crate) mod upsample;

@@ -27,7 +27,7 @@ use nnac_isa::{DotProduct, PoolKind};
 
 /// The least bytes of a DRAM transfer next to a pooled layer for it to be cut in
 /// bands: below, the DMA takes little more than its latency and bands gain nothing.
-pub const MIN_DMA_BYTES: u64 = 16 * 1024;
+pub(crate) const MIN_DMA_BYTES: u64 = 16 * 1024;
 /// Most bands a pooled layer is cut into.
 const MAX_BANDS: u32 = 8;
 /// Most passes the bands add, in percent of the one tile's.
@@ -37,7 +37,7 @@ const MAX_RECOMPUTE_PERCENT: u32 = 4;
 /// to [`MAX_BANDS`], whose passes of `mac_rows` pixels (the overlapping rows and the
 /// partly filled last pass of every band included) stay within
 /// [`MAX_RECOMPUTE_PERCENT`] of the one tile's.
-pub fn count(t: &DotProduct, mac_rows: u32) -> u32 {
+pub(crate) fn count(t: &DotProduct, mac_rows: u32) -> u32 {
     let passes = |ranges: &[(u32, u32)]| -> u64 {
         ranges
             .iter()
@@ -59,7 +59,7 @@ pub fn count(t: &DotProduct, mac_rows: u32) -> u32 {
 /// The tiles of the pooled template `t` in `n` bands of pooled rows (band-major,
 /// channel groups of `mac_cols` inner), or one tile of all pixels when `n` is 1 or a
 /// band would break the slice rule.
-pub fn tiles_in_bands(
+pub(crate) fn tiles_in_bands(
     t: &DotProduct,
     opcode: DotOpcode,
     n: u32,

@@ -11,7 +11,7 @@ use crate::base::buffer::Buffer;
 
 /// The placement.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Placement {
+pub(crate) struct Placement {
     pub addrs: Vec<u64>,
     /// Highest byte used + 1.
     pub peak: u64,
@@ -22,7 +22,7 @@ pub struct Placement {
 /// A buffer that does not fit: its owner, the bytes live at that step with it, the
 /// buffer's index and its first step (where the placement failed).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NoFit {
+pub(crate) struct NoFit {
     pub owner: String,
     pub needed: u64,
     pub buf: usize,
@@ -34,7 +34,7 @@ fn align_up(v: u64, a: u64) -> u64 {
 }
 
 /// Places `bufs` in `capacity` bytes with `align`-byte aligned addresses.
-pub fn place(bufs: &[Buffer], capacity: u64, align: u64) -> Result<Placement, NoFit> {
+pub(crate) fn place(bufs: &[Buffer], capacity: u64, align: u64) -> Result<Placement, NoFit> {
     place_with(bufs, capacity, align, &[])
 }
 
@@ -73,7 +73,7 @@ fn longest_free(
 
 /// As [`place`]; buffers `i` with `early[i]` go where their range has been free
 /// the longest (see the module doc).
-pub fn place_with(
+pub(crate) fn place_with(
     bufs: &[Buffer],
     capacity: u64,
     align: u64,

@@ -7,11 +7,11 @@
 //! **Boundary**: depends on `base` and on `schedule`'s cost model only; the op
 //! lowerings (`lower`) call into it, never the other way round.
 
-pub mod alloc;
-pub mod plan;
-pub mod prefetch;
-pub mod prefetch_est;
-pub mod resident;
-pub mod spill;
-pub mod split;
-pub mod split_px;
+pub(crate) mod alloc;
+pub(crate) mod plan;
+pub(crate) mod prefetch;
+pub(crate) mod prefetch_est;
+pub(crate) mod resident;
+pub(crate) mod spill;
+pub(crate) mod split;
+pub(crate) mod split_px;

@@ -1,6 +1,6 @@
 //! The spill/split plan and its refinement.
 //!
-//! [`crate::base::walk()`] walks the graph with a [`Plan`] (empty at first: every
+//! [`crate::lower::graph::run`] walks the graph with a [`Plan`] (empty at first: every
 //! activation stays in SRAM between layers, every layer whose working set fits in
 //! SRAM runs whole) and places the buffers. When placement fails at some step,
 //! [`refine`] changes the plan by one decision and the walk runs again:
@@ -24,7 +24,7 @@ use nnac_ir::{Graph, NodeId};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One more decision after placement failed with `nf`; an error if none is left.
-pub fn refine(
+pub(crate) fn refine(
     plan: &mut Plan,
     g: &Graph,
     low: &Lowered,

@@ -45,7 +45,7 @@ fn step_start(sp: &SpillState, s: usize, jobs: usize) -> usize {
 /// The lookahead windows (in layers) to try, furthest first: every load in flight
 /// holds a dependency flag until its layer runs, so the window starts at half the
 /// flags and halves down to 0 (no move at all; the only window when serialised).
-pub fn windows(flags: u32, serialise: bool) -> Vec<usize> {
+pub(crate) fn windows(flags: u32, serialise: bool) -> Vec<usize> {
     let mut v = Vec::new();
     let mut w = if serialise { 0 } else { flags as usize / 2 };
     while w > 0 {
@@ -77,7 +77,7 @@ fn step_of(sp: &SpillState, job: usize) -> usize {
 /// first layer loads under the convolutions: `tests/split.rs`
 /// `a_later_layers_weights_load_under_compute_bound_layers`) without delaying a
 /// load needed sooner.
-pub fn lookahead(
+pub(crate) fn lookahead(
     bufs: &mut [Buffer],
     addrs: &[u64],
     jobs: &mut Vec<Job>,

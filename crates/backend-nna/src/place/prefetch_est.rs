@@ -32,7 +32,7 @@ struct Item {
 
 /// The fixed part of the estimate: per step its compute cycles, per DMA job its
 /// cycles and the step that needs it.
-pub struct Estimate {
+pub(crate) struct Estimate {
     /// Compute cycles of each step index (steps as in `SpillState::step_start`).
     compute: Vec<f64>,
     items: Vec<Item>,
@@ -44,7 +44,7 @@ pub struct Estimate {
 
 impl Estimate {
     /// The estimate of `jobs` (in their original order, as `sp.step_start` counts them).
-    pub fn new(jobs: &[Job], sp: &SpillState, hw: &HwConfig) -> Estimate {
+    pub(crate) fn new(jobs: &[Job], sp: &SpillState, hw: &HwConfig) -> Estimate {
         let starts: Vec<usize> = sp.step_start.iter().map(|st| st.job.index()).collect();
         let step_idx = |j: usize| starts.partition_point(|&s| s <= j).saturating_sub(1);
         let mut compute = vec![0.0; starts.len().max(1)];
@@ -80,7 +80,7 @@ impl Estimate {
     /// The estimated makespan when every job `j` sits at sort key `keys[j]` (the
     /// position keys of `prefetch::lookahead`: `(position, moved-before-fixed,
     /// original index)`).
-    pub fn makespan(&self, keys: &[(usize, u8, usize)]) -> f64 {
+    pub(crate) fn makespan(&self, keys: &[(usize, u8, usize)]) -> f64 {
         let mut order: Vec<(usize, u8, usize, usize)> = self
             .items
             .iter()
@@ -129,12 +129,12 @@ impl Estimate {
     }
 
     /// The step index of original job `j` (the last step past the end).
-    pub fn step_of(&self, j: usize) -> usize {
+    pub(crate) fn step_of(&self, j: usize) -> usize {
         self.step.get(j).copied().unwrap_or(self.compute.len() - 1)
     }
 
     /// The first original job index of step index `s` (`jobs` past the end).
-    pub fn step_start(&self, s: usize, jobs: usize) -> usize {
+    pub(crate) fn step_start(&self, s: usize, jobs: usize) -> usize {
         self.starts.get(s).copied().unwrap_or(jobs)
     }
 }

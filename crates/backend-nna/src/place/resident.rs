@@ -84,7 +84,7 @@ impl std::fmt::Display for Residency {
 
 /// A walk whose parameters are pinned: the placement, and the index of the
 /// prologue's STOP job (the jobs before it are the parameter loads).
-pub struct Pinned {
+pub(crate) struct Pinned {
     pub low: Lowered,
     pub placed: Placement,
     pub stop_job: usize,
@@ -93,7 +93,7 @@ pub struct Pinned {
 
 /// Pins every parameter buffer of `low` (a walk without a plan) if they all fit with
 /// the activations; otherwise the reason they do not.
-pub fn try_pin(mut low: Lowered, hw: &HwConfig) -> Result<Pinned, String> {
+pub(crate) fn try_pin(mut low: Lowered, hw: &HwConfig) -> Result<Pinned, String> {
     if low.sp.param_bufs.is_empty() {
         return Err("the program has no parameters".into());
     }
@@ -191,7 +191,7 @@ fn move_loads_to_prologue(low: &mut Lowered, pin: &[bool]) -> usize {
 /// prefetched furthest (`alloc::place_with`), and moves their loads to the prologue;
 /// the other parameters keep streaming (and being prefetched) every frame. `None`
 /// when nothing can be pinned.
-pub fn pin_some(low: &mut Lowered, placed: &Placement, hw: &HwConfig) -> Option<PartialPin> {
+pub(crate) fn pin_some(low: &mut Lowered, placed: &Placement, hw: &HwConfig) -> Option<PartialPin> {
     // A split layer's weight chunks are reloaded per row band: pinning one load
     // would not save the others. With one band each chunk loads once per frame.
     let split: BTreeSet<&str> = low
@@ -343,7 +343,7 @@ fn choose_pins(bufs: &[Buffer], tiers: [&[BufId]; 2], budget: u64) -> (Vec<bool>
 const MIN_PARTIAL: u64 = 64 << 10;
 
 /// A partial pinning: the new placement, the prologue's STOP job, the residency.
-pub struct PartialPin {
+pub(crate) struct PartialPin {
     pub placed: Placement,
     pub stop_job: usize,
     pub residency: Residency,

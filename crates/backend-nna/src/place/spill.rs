@@ -1,6 +1,6 @@
 //! DRAM spill and fill of activations.
 //!
-//! An activation the [`Plan`] marks as spilled does not stay in SRAM between layers:
+//! An activation the [`crate::base::plan::Plan`] marks as spilled does not stay in SRAM between layers:
 //! its producer writes it (whole, or band by band when the producer is split) to a
 //! DRAM home, and every consumer brings it back in (whole into a buffer live only for
 //! that consumer, or band by band). A home is the graph's own input or output tensor
@@ -11,9 +11,9 @@
 //! DRAM) are ever moved by [`crate::place::prefetch`], so a region is reused only after its
 //! last fill.
 //!
-//! [`Walk::prepare`] and [`Walk::settle`] run around every node: the first brings
-//! the spilled inputs of an unsplit node into SRAM, the second writes a spilled
-//! output to its home and drops the temporary copies.
+//! [`prepare`] (with [`materialize_inputs`]) and [`settle`] run around every node:
+//! the first brings the spilled inputs of an unsplit node into SRAM, the second
+//! writes a spilled output to its home and drops the temporary copies.
 
 use crate::base::act::Act;
 use crate::base::act::Placed;
@@ -35,13 +35,13 @@ fn same_quant(a: &Act, b: &Act) -> Result<(), String> {
 }
 
 /// Whether buffers of `id`'s step may be live from the previous step (prefetch).
-pub fn prefetch_ok(walk: &Walk<'_>, id: Option<NodeId>) -> bool {
+pub(crate) fn prefetch_ok(walk: &Walk<'_>, id: Option<NodeId>) -> bool {
     id.is_none_or(|n| !walk.out.sp.plan.no_prefetch.contains(&n))
 }
 
 /// A buffer streamed by the current step: live from the previous working step
 /// when prefetching is allowed, so its DMA overlaps that step's compute.
-pub fn stream_buf(walk: &mut Walk<'_>, id: NodeId, size: u64) -> BufId {
+pub(crate) fn stream_buf(walk: &mut Walk<'_>, id: NodeId, size: u64) -> BufId {
     let name = walk.g.node(id).name.clone();
     let b = walk.new_buf(&name, size);
     if prefetch_ok(walk, Some(id)) {
@@ -51,7 +51,7 @@ pub fn stream_buf(walk: &mut Walk<'_>, id: NodeId, size: u64) -> BufId {
 }
 
 /// The activation `v`, resident (marked live now) or in DRAM.
-pub fn source(walk: &mut Walk<'_>, v: Value) -> Option<Src> {
+pub(crate) fn source(walk: &mut Walk<'_>, v: Value) -> Option<Src> {
     if let Some(p) = walk.use_value(v) {
         return Some(Src::Sram(p));
     }
@@ -65,7 +65,7 @@ pub fn source(walk: &mut Walk<'_>, v: Value) -> Option<Src> {
 
 /// A new DRAM home for the output of `id`: the graph output tensor if the value
 /// is exactly one graph output, else a spill region.
-pub fn new_home(walk: &mut Walk<'_>, id: NodeId, act: Act) -> DramAct {
+pub(crate) fn new_home(walk: &mut Walk<'_>, id: NodeId, act: Act) -> DramAct {
     let outs: Vec<usize> = (0..walk.g.outputs().len())
         .filter(|&k| walk.g.outputs()[k].value == Value::new(id, 0))
         .collect();
@@ -87,7 +87,7 @@ pub fn new_home(walk: &mut Walk<'_>, id: NodeId, act: Act) -> DramAct {
 
 /// DMA of rows `y0..y0+rows` of `home` between DRAM and SRAM at `loc` (a buffer
 /// holding just those rows: channel pitch `rows * row_pitch`).
-pub fn move_rows(
+pub(crate) fn move_rows(
     walk: &mut Walk<'_>,
     node: &str,
     to_sram: bool,
@@ -102,7 +102,7 @@ pub fn move_rows(
 }
 
 /// Pushes a fill (`to_sram`) or spill DMA whose `dram_addr` is relative to
-/// `home` (rebased by [`Walk::resolve_homes`]), counting its bytes.
+/// `home` (rebased by [`resolve_homes`]), counting its bytes.
 fn push_home_dma(
     walk: &mut Walk<'_>,
     node: &str,
@@ -134,7 +134,7 @@ fn push_home_dma(
 /// ([`crate::place::split_px::px_decide`]); dot-product layers bring theirs in
 /// themselves (band by band when they are split), and a reshape of a spilled value
 /// is a spilled alias.
-pub fn prepare(walk: &mut Walk<'_>, id: NodeId) -> bool {
+pub(crate) fn prepare(walk: &mut Walk<'_>, id: NodeId) -> bool {
     walk.mark_step();
     walk.out.sp.overlap = prefetch_ok(walk, Some(id));
     match &walk.g.node(id).op {
@@ -145,14 +145,14 @@ pub fn prepare(walk: &mut Walk<'_>, id: NodeId) -> bool {
 }
 
 /// Brings every spilled input of `id` into SRAM whole (after [`prepare`]).
-pub fn materialize_inputs(walk: &mut Walk<'_>, id: NodeId) {
+pub(crate) fn materialize_inputs(walk: &mut Walk<'_>, id: NodeId) {
     for v in walk.g.node_inputs(id) {
         materialize(walk, id, v);
     }
 }
 
 /// Brings spilled `v` into a buffer live for the current step (read by `id`).
-pub fn materialize(walk: &mut Walk<'_>, id: NodeId, v: Value) {
+pub(crate) fn materialize(walk: &mut Walk<'_>, id: NodeId, v: Value) {
     if walk.out.sp.temps.contains(&v.node) || walk.vals.contains_key(&v.node) {
         return;
     }
@@ -175,7 +175,7 @@ pub fn materialize(walk: &mut Walk<'_>, id: NodeId, v: Value) {
 }
 
 /// After node `id`: drops the temporary copies and spills its output if planned.
-pub fn settle(walk: &mut Walk<'_>, id: NodeId) {
+pub(crate) fn settle(walk: &mut Walk<'_>, id: NodeId) {
     walk.out.sp.px_split = false;
     for t in std::mem::take(&mut walk.out.sp.temps) {
         walk.vals.remove(&t);
@@ -294,7 +294,7 @@ fn move_pixels(
 }
 
 /// A spilled input: its home is the input tensor itself (descriptor `desc`).
-pub fn spilled_input(walk: &mut Walk<'_>, id: NodeId, act: Act, desc: usize) {
+pub(crate) fn spilled_input(walk: &mut Walk<'_>, id: NodeId, act: Act, desc: usize) {
     let home = DramAct {
         act,
         base: Base::Io(desc),
@@ -305,7 +305,7 @@ pub fn spilled_input(walk: &mut Walk<'_>, id: NodeId, act: Act, desc: usize) {
 /// A graph output held in DRAM: `None` if the producer wrote it straight into
 /// the output tensor, else the job writing it out (after a fill through a
 /// buffer of the current step).
-pub fn spilled_output(
+pub(crate) fn spilled_output(
     walk: &mut Walk<'_>,
     k: usize,
     home: &DramAct,
@@ -330,7 +330,7 @@ pub fn spilled_output(
 
 /// Places the spill regions and appends the spill area (zeros) to the DRAM
 /// image. Runs before the I/O tensors are placed after the image.
-pub fn place_spill_area(walk: &mut Walk<'_>) {
+pub(crate) fn place_spill_area(walk: &mut Walk<'_>) {
     let placed = alloc::place(&walk.out.sp.regions, u64::MAX / 4, DRAM_ALIGN)
         .expect("an unbounded DRAM area always fits");
     let area = (walk.out.dram.len() as u64).div_ceil(DRAM_ALIGN) * DRAM_ALIGN;
@@ -345,7 +345,7 @@ pub fn place_spill_area(walk: &mut Walk<'_>) {
 }
 
 /// Rebases every spill/fill DMA on its home. Runs after the I/O tensors are placed.
-pub fn resolve_homes(walk: &mut Walk<'_>) {
+pub(crate) fn resolve_homes(walk: &mut Walk<'_>) {
     let outputs: Vec<String> = walk.g.outputs().iter().map(|o| o.name.clone()).collect();
     let (io, sp) = (&walk.out.io, &walk.out.sp);
     let base_addr = |b: Base| -> u64 {

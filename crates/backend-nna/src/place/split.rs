@@ -28,7 +28,7 @@ use nnac_isa::{DotProduct, PoolKind};
 
 /// One band of a split layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Band {
+pub(crate) struct Band {
     /// Stored (pooled) output rows `s0..s1`.
     pub s0: u32,
     pub s1: u32,
@@ -42,7 +42,7 @@ pub struct Band {
 /// The pre-pool output rows `c0..c1` the pooling windows of stored (pooled) rows
 /// `s0..s1` of the pooled template `t` cover, unclipped: `c0` may be negative and
 /// `c1` beyond `out_h` where the windows reach into the pooling padding.
-pub fn pooled_rows_span(t: &DotProduct, s0: u32, s1: u32) -> (i64, i64) {
+pub(crate) fn pooled_rows_span(t: &DotProduct, s0: u32, s1: u32) -> (i64, i64) {
     let (ps, ppt, win) = (
         i64::from(t.pool_stride),
         i64::from(t.pool_pad_top),
@@ -55,7 +55,7 @@ pub fn pooled_rows_span(t: &DotProduct, s0: u32, s1: u32) -> (i64, i64) {
 }
 
 /// The band of stored rows `s0..s1` of a CONV template `t` (pooled or not).
-pub fn conv_band(t: &DotProduct, s0: u32, s1: u32) -> Result<Band, String> {
+pub(crate) fn conv_band(t: &DotProduct, s0: u32, s1: u32) -> Result<Band, String> {
     let mut b = t.clone();
     let (c0, c1) = if t.pool == PoolKind::None {
         (i64::from(s0), i64::from(s1))
@@ -90,7 +90,7 @@ pub fn conv_band(t: &DotProduct, s0: u32, s1: u32) -> Result<Band, String> {
 }
 
 /// Bands of at most `rows` stored rows; a layer that is not a CONV is one band.
-pub fn bands(t: &DotProduct, opcode: DotOpcode, rows: u32) -> Result<Vec<Band>, String> {
+pub(crate) fn bands(t: &DotProduct, opcode: DotOpcode, rows: u32) -> Result<Vec<Band>, String> {
     let sh = t.stored_hw().ok_or("output geometry is empty")?.0;
     if opcode != DotOpcode::Conv || rows >= sh {
         return Ok(vec![Band {
@@ -109,7 +109,7 @@ pub fn bands(t: &DotProduct, opcode: DotOpcode, rows: u32) -> Result<Vec<Band>, 
 
 /// What the working set of a split layer is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sizes {
+pub(crate) struct Sizes {
     /// Bytes of one input row over all channels if the input is spilled (filled band
     /// by band), else 0.
     pub in_row: u64,
@@ -126,7 +126,7 @@ pub struct Sizes {
 
 /// A split: stored rows per band, weight groups per chunk, double buffering.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Choice {
+pub(crate) struct Choice {
     pub bands: Vec<Band>,
     pub per_chunk: u32,
     pub overlap: bool,
@@ -164,7 +164,7 @@ fn cost(bands: &[Band], q: u32, s: &Sizes) -> (u64, u64, u64) {
 
 /// The split with the least DRAM traffic whose working set fits `budget`
 /// (double-buffered if possible); `None` if even one row and one group do not fit.
-pub fn choose(
+pub(crate) fn choose(
     t: &DotProduct,
     opcode: DotOpcode,
     s: &Sizes,
@@ -208,7 +208,7 @@ pub fn choose(
 /// the cap, double-buffered, or all of them loaded at once if they fit that (fewer
 /// steps; limiting every chunk to the cap instead measured ZFNet-512 3% slower).
 /// One band: with input and output in SRAM more bands only reload the weights.
-pub fn choose_chunked(
+pub(crate) fn choose_chunked(
     t: &DotProduct,
     opcode: DotOpcode,
     s: &Sizes,
@@ -227,14 +227,14 @@ pub fn choose_chunked(
 
 /// The smallest working set of a layer: every activation spilled, one row band, one
 /// weight group, no double buffering.
-pub fn min_working_set(t: &DotProduct, opcode: DotOpcode, s: &Sizes) -> Result<u64, String> {
+pub(crate) fn min_working_set(t: &DotProduct, opcode: DotOpcode, s: &Sizes) -> Result<u64, String> {
     let bs = bands(t, opcode, 1)?;
     let (stream, fixed, _) = cost(&bs, 1, s);
     Ok(stream + fixed)
 }
 
 /// A dot-product layer's parameters and template, ready to be split.
-pub struct SplitDot {
+pub(crate) struct SplitDot {
     pub id: NodeId,
     pub opcode: DotOpcode,
     pub t: DotProduct,

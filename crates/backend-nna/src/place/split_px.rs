@@ -195,7 +195,7 @@ pub(crate) fn px_split(
     Ok(())
 }
 
-/// The output of a pixel-wise layer: as [`Walk::split_output`] when it runs in
+/// The output of a pixel-wise layer: as [`crate::place::spill::split_output`] when it runs in
 /// bands, else a resident buffer (spilled whole after the layer if planned).
 pub(crate) fn px_output(walk: &mut Walk<'_>, id: NodeId) -> Result<Src, String> {
     if walk.out.sp.px_split {

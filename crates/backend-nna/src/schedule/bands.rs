@@ -32,18 +32,18 @@ const MAX_BANDS: u32 = 16;
 const DMA_LATENCY_S: f64 = 100e-9;
 
 /// Reads split into bands: buffer -> (its layout, rows per band).
-pub type ReadBands = BTreeMap<BufId, (Act, u32)>;
+pub(crate) type ReadBands = BTreeMap<BufId, (Act, u32)>;
 
 /// True for the dense planar layout (`PP = 1`, `RP = W`, `CP = H*W`) of at least
 /// two rows, which a band DMA can address.
-pub fn planar(a: &Act) -> bool {
+pub(crate) fn planar(a: &Act) -> bool {
     a.pix_pitch == 1 && a.row_pitch == a.w && a.chan_pitch == a.h * a.w && a.h >= 2
 }
 
 /// How many bands of rows to write `p` out in, given the jobs so far: 1 unless `p`
 /// is planar and the compute job that last writes its buffer finishes it in several
 /// pixel groups.
-pub fn write_count(jobs: &[Job], p: &Placed, hw: &HwConfig) -> u32 {
+pub(crate) fn write_count(jobs: &[Job], p: &Placed, hw: &HwConfig) -> u32 {
     let a = &p.act;
     if !planar(a) {
         return 1;
@@ -84,7 +84,7 @@ pub fn write_count(jobs: &[Job], p: &Placed, hw: &HwConfig) -> u32 {
 /// final job order: those whose first compute reader starts sooner that way. A
 /// reader that also needs a buffer loaded by a later DMA in the queue (its streamed
 /// weights) waits for that anyway, so its input is read whole.
-pub fn reads(jobs: &[Job], cands: &[ReadCand], hw: &HwConfig) -> ReadBands {
+pub(crate) fn reads(jobs: &[Job], cands: &[ReadCand], hw: &HwConfig) -> ReadBands {
     let mut out = ReadBands::new();
     for ReadCand { buf, act: a } in cands {
         let is_read = |j: &Job| matches!(j.kind, JobKind::Read { loc, .. } if loc.buf == *buf);

@@ -44,7 +44,7 @@ const WINDOW: usize = 256;
 
 /// Reorders the stretches after the banded reads of the buffers of `read_bands`
 /// (see the module doc).
-pub fn reorder(em: &mut Emitted, jobs: &[Job], read_bands: &ReadBands, hw: &HwConfig) {
+pub(crate) fn reorder(em: &mut Emitted, jobs: &[Job], read_bands: &ReadBands, hw: &HwConfig) {
     for r in stretches(em, read_bands) {
         let order = schedule(em, r.clone(), jobs, hw);
         permute(em, r.start, &order);

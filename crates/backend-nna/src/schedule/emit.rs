@@ -113,7 +113,7 @@ fn job_instrs(job: &Job, addrs: &[u64], hw: &HwConfig, read_bands: &ReadBands) -
 }
 
 /// What [`emit`] produces, one entry per instruction in every vector.
-pub struct Emitted {
+pub(crate) struct Emitted {
     pub instrs: Vec<Instr>,
     /// The buffers each instruction reads and writes.
     pub access: Vec<Access>,
@@ -124,7 +124,7 @@ pub struct Emitted {
 /// All instructions (without flags and STOP), checked, with the buffers each one
 /// reads and writes; an instruction touching a buffer of `banded` (moved by DMA in
 /// bands of rows) also gets its exact SRAM bytes ([`Access::bytes`]).
-pub fn emit(
+pub(crate) fn emit(
     jobs: &[Job],
     addrs: &[u64],
     hw: &HwConfig,

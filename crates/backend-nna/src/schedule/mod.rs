@@ -6,9 +6,9 @@
 //!
 //! **Boundary**: depends on `base` only.
 
-pub mod bands;
-pub mod cascade;
-pub mod emit;
+pub(crate) mod bands;
+pub(crate) mod cascade;
+pub(crate) mod emit;
 pub mod seq_rule;
-pub mod seq_tiles;
-pub mod sync;
+pub(crate) mod seq_tiles;
+pub(crate) mod sync;

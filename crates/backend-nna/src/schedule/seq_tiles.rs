@@ -38,7 +38,7 @@ fn isa_kind(opcode: DotOpcode) -> DotKind {
 }
 
 /// Whether the pixels `pix_start..+pix_count` of `t` as one tile keep the rule.
-pub fn range_fits(
+pub(crate) fn range_fits(
     t: &DotProduct,
     opcode: DotOpcode,
     pix_start: u32,
@@ -55,7 +55,7 @@ pub fn range_fits(
 }
 
 /// Whether the template `t` as one tile of its whole output keeps the rule.
-pub fn whole_fits(t: &DotProduct, opcode: DotOpcode, mac_rows: u32) -> bool {
+pub(crate) fn whole_fits(t: &DotProduct, opcode: DotOpcode, mac_rows: u32) -> bool {
     range_fits(t, opcode, 0, t.out_h * t.out_w, mac_rows)
 }
 
@@ -82,7 +82,7 @@ fn row_tiles(out_h: u32, out_w: u32, tp: u32, chans: &[(u32, u32)]) -> Vec<Tile>
 
 /// Re-tiles the dot-product jobs whose slices cross output rows and break the rule
 /// (see the module doc). Returns `(job index, tiles added)` per retiled job.
-pub fn retile(jobs: &mut [Job], mac_rows: u32) -> Vec<(usize, isize)> {
+pub(crate) fn retile(jobs: &mut [Job], mac_rows: u32) -> Vec<(usize, isize)> {
     let mut changed = Vec::new();
     for (j, job) in jobs.iter_mut().enumerate() {
         let JobKind::Dot {

@@ -39,11 +39,11 @@ use nnac_isa::{Class, HwConfig, Instr};
 use std::ops::Range;
 
 /// Flags the serialising scheme needs.
-pub const FLAGS_USED: u32 = 2;
+pub(crate) const FLAGS_USED: u32 = 2;
 
 /// The SRAM bytes an instruction reads and writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SramBytes {
+pub(crate) struct SramBytes {
     pub reads: Intervals,
     pub writes: Intervals,
 }
@@ -59,7 +59,7 @@ pub(crate) fn sram_footprint(ins: &Instr, hw: &HwConfig) -> SramBytes {
 
 /// Buffers one instruction reads and writes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Access {
+pub(crate) struct Access {
     pub reads: Vec<BufId>,
     pub writes: Vec<BufId>,
     /// The exact SRAM bytes the instruction reads and writes (`sram_footprint`),
@@ -137,7 +137,7 @@ fn segments(instrs: &[Instr]) -> Vec<std::ops::Range<usize>> {
 /// Assigns flags for the edges of `instrs`, segment by segment. `span(b)` is
 /// buffer `b`'s SRAM range. Returns the most flags a segment uses, or `None` if
 /// `max_flags` do not suffice.
-pub fn assign(
+pub(crate) fn assign(
     instrs: &mut [Instr],
     acc: &[Access],
     span: &dyn Fn(BufId) -> Range<u64>,
@@ -216,7 +216,7 @@ fn is_dma(i: &Instr) -> bool {
 
 /// Adds the hand-over flags to `instrs` (without the final STOP), segment by
 /// segment.
-pub fn serialise(instrs: &mut [Instr]) {
+pub(crate) fn serialise(instrs: &mut [Instr]) {
     for r in segments(instrs) {
         serialise_segment(&mut instrs[r]);
     }
