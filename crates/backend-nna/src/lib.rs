@@ -53,13 +53,15 @@ mod base;
 mod error;
 mod lower;
 mod place;
+
 mod schedule;
 
 pub use base::buffer::SRAM_ALIGN;
 pub use base::spill_state::SplitLayer;
-pub use error::BackendError;
+pub use error::{BackendError, UnsupportedNode};
+pub use error::{Limit, Refusal};
 pub use lower::simd;
-pub use place::resident::{Residency, ResidentWeights};
+pub use place::resident::{NotPinned, Residency, ResidentWeights};
 pub use schedule::seq_rule;
 
 use base::job::BufId;

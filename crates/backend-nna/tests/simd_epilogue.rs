@@ -8,6 +8,7 @@ mod common;
 
 use common::*;
 use nnac_backend_nna::simd::{epilogue, scale_prefix};
+use nnac_backend_nna::Refusal;
 use nnac_ir::{Activation, Epilogue, FusedAct, Graph, Op, Requant};
 use nnac_isa::arith::code_value;
 use nnac_isa::simd::exec::run;
@@ -157,19 +158,30 @@ fn bad_epilogues_are_errors() {
         act: None,
         requant: None,
     };
-    assert!(epilogue(&unq, 1).unwrap_err().contains("not quantized"));
+    assert_eq!(
+        epilogue(&unq, 1).unwrap_err(),
+        Refusal::EpilogueNotQuantized
+    );
     let short = Epilogue {
         act: None,
         requant: Some(float_requant(true)),
     };
-    assert!(epilogue(&short, C + 1)
-        .unwrap_err()
-        .contains("input scales"));
+    assert!(matches!(
+        epilogue(&short, C + 1).unwrap_err(),
+        Refusal::ChannelCount { what: "input scales", count: C, channels } if channels == C + 1
+    ));
     let prelu = Epilogue {
         act: Some(FusedAct::PRelu(vec![0.1])),
         requant: Some(float_requant(true)),
     };
-    assert!(epilogue(&prelu, C).unwrap_err().contains("PReLU slopes"));
+    assert!(matches!(
+        epilogue(&prelu, C).unwrap_err(),
+        Refusal::ChannelCount {
+            what: "PReLU slopes",
+            count: 1,
+            ..
+        }
+    ));
 }
 
 /// conv -> `a` (one fused fp32 epilogue) -> output, lowered and run on the simulator.

@@ -149,7 +149,10 @@ mod tests {
                 2,
             ),
             (
-                BackendError::Unsupported(vec![("n".into(), "why".into())]),
+                BackendError::Unsupported(vec![nnac_backend_nna::UnsupportedNode::new(
+                    "n",
+                    nnac_backend_nna::Refusal::NotSlice,
+                )]),
                 1,
             ),
             (

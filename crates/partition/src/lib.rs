@@ -10,7 +10,7 @@
 //! Depends on the passes and the backend, which do not depend on each other: the
 //! one place that drives both.
 
-use nnac_backend_nna::{BackendError, BackendOptions, BackendReport};
+use nnac_backend_nna::{BackendError, BackendOptions, BackendReport, Refusal, UnsupportedNode};
 use nnac_ir::Graph;
 use nnac_isa::{HwConfig, Program};
 use nnac_passes::{Compiled, Frame, PassError, PassOptions};
@@ -127,10 +127,10 @@ pub fn compile_and_lower(
 /// is a real error).
 pub fn next_host_nodes(
     g: &Graph,
-    list: &[(String, String)],
+    list: &[UnsupportedNode],
     forced: &BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {
-    let refused: BTreeSet<&str> = list.iter().map(|(n, _)| n.as_str()).collect();
+    let refused: BTreeSet<&str> = list.iter().map(|u| u.node.as_str()).collect();
     let by_name: BTreeMap<&str, nnac_ir::NodeId> = g
         .node_ids()
         .into_iter()
@@ -145,31 +145,31 @@ pub fn next_host_nodes(
     };
     let is_refused = |n: &str| refused.contains(n);
     let on_host = |n: &str| refused.contains(n) || forced.contains_key(n);
-    let fresh: Vec<&(String, String)> = list
+    let fresh: Vec<&UnsupportedNode> = list
         .iter()
-        .filter(|(n, _)| !forced.contains_key(n) && by_name.contains_key(n.as_str()))
+        .filter(|u| !forced.contains_key(&u.node) && by_name.contains_key(u.node.as_str()))
         .collect();
-    let roots: Vec<&&(String, String)> = fresh
+    let roots: Vec<&&UnsupportedNode> = fresh
         .iter()
-        .filter(|(n, _)| input_in(n, &is_refused).is_none())
+        .filter(|u| input_in(&u.node, &is_refused).is_none())
         .collect();
-    let chosen: Vec<&(String, String)> = if roots.is_empty() {
+    let chosen: Vec<&UnsupportedNode> = if roots.is_empty() {
         fresh
     } else {
         roots.into_iter().copied().collect()
     };
     chosen
         .into_iter()
-        .map(|(n, r)| {
-            let why = match input_in(n, &on_host) {
-                Some(v) if r.contains("not an activation") => format!(
+        .map(|u| {
+            let why = match input_in(&u.node, &on_host) {
+                Some(v) if matches!(u.reason, Refusal::NotActivation { .. }) => format!(
                     "its operand '{}' is a host tensor of shape {:?} that no NNA op reads",
                     g.node(v.node).name,
                     g.value_type(v).shape
                 ),
-                _ => r.clone(),
+                _ => u.reason.to_string(),
             };
-            (n.clone(), why)
+            (u.node.clone(), why)
         })
         .collect()
 }

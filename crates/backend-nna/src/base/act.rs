@@ -5,7 +5,8 @@
 //! layers) is the same layout with `H = n`.
 
 use crate::base::job::{BufId, Loc};
-use crate::error::BackendError;
+use crate::error::{wide, Limit, Refusal};
+use crate::error::{BackendError, UnsupportedNode};
 use nnac_ir::{DType, Quant, TensorType};
 use nnac_isa::{Dma, Scale};
 
@@ -44,28 +45,24 @@ impl Act {
             return Err(not_q("no per-tensor quantization".into()));
         };
         let unsupported =
-            |detail: String| BackendError::Unsupported(vec![(node.to_string(), detail)]);
+            |reason: Refusal| BackendError::Unsupported(vec![UnsupportedNode::new(node, reason)]);
         let (c, h, w) = match t.shape.as_slice() {
             [1, c, h, w] => (*c, *h, *w),
             [1, k] => (*k, 1, 1),
-            s => {
-                return Err(unsupported(format!(
-                    "activation shape {s:?} is not [1,C,H,W] or [1,K]"
-                )))
-            }
+            s => return Err(unsupported(Refusal::ActivationShape { shape: s.to_vec() })),
         };
         let dim = |v: usize| {
             u32::try_from(v)
                 .ok()
                 .filter(|&v| (1..=65535).contains(&v))
-                .ok_or_else(|| unsupported(format!("dimension {v} out of 1..=65535")))
+                .ok_or_else(|| unsupported(Refusal::range("dimension", wide(v), Limit::Dimension)))
         };
         let (c, h, w) = (dim(c)?, dim(h)?, dim(w)?);
         // A plane larger than one DMA row is moved in several DMAs ([`split_rows`]).
         let chan_pitch = u32::try_from(u64::from(h) * u64::from(w))
             .ok()
             .filter(|&p| p < 1 << 28)
-            .ok_or_else(|| unsupported(format!("{h}x{w} plane exceeds a 28-bit pitch")))?;
+            .ok_or_else(|| unsupported(Refusal::PlanePitch { h, w }))?;
         Ok(Act {
             h,
             w,

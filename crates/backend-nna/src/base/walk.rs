@@ -10,7 +10,8 @@ use crate::base::host_state::HostState;
 use crate::base::job::{BufId, Job, JobId, JobKind, Loc};
 use crate::base::plan::Plan;
 use crate::base::spill_state::{ParamBuf, SpillState, StepStart};
-use crate::error::BackendError;
+use crate::error::{BackendError, UnsupportedNode};
+use crate::error::{Limit, Refusal};
 use nnac_ir::{Graph, NodeId, Value};
 use nnac_isa::{Dma, HostOp, HwConfig, IoDesc};
 use std::collections::{BTreeMap, BTreeSet};
@@ -73,7 +74,7 @@ pub(crate) struct Walk<'g> {
     pub out: Lowered,
     pub vals: BTreeMap<NodeId, Placed>,
     pub step: usize,
-    pub unsupported: Vec<(String, String)>,
+    pub(crate) unsupported: Vec<UnsupportedNode>,
     /// Job indices of the DMAs of every I/O descriptor (none: the tensor is the DRAM
     /// home of a spilled value, no DMA); their `dram_addr` is relative to the tensor.
     pub(crate) io_jobs: Vec<Vec<JobId>>,
@@ -239,10 +240,10 @@ impl<'g> Walk<'g> {
         src: &Placed,
         dst: &Placed,
         c_off: u32,
-    ) -> Result<(), String> {
+    ) -> Result<(), Refusal> {
         let (a, d) = (&src.act, &dst.act);
         if a.signed != d.signed || a.zero_point != d.zero_point || a.scale != d.scale {
-            return Err("concatenation input with a different quantization".into());
+            return Err(Refusal::ConcatQuantization);
         }
         let zp = nnac_isa::Alu {
             bsrc: nnac_isa::BSrc::Imm,
@@ -261,7 +262,8 @@ impl<'g> Walk<'g> {
             out_chan_pitch: d.chan_pitch,
             in_signed: a.signed,
             out_signed: d.signed,
-            in_zero: i16::try_from(a.zero_point).map_err(|_| "zero point out of range")?,
+            in_zero: i16::try_from(a.zero_point)
+                .map_err(|_| Refusal::range("zero point", a.zero_point, Limit::Int16))?,
             simd: vec![nnac_isa::SimdInstr::Iadd(zp)],
             ..nnac_isa::Scale::default()
         };

@@ -7,6 +7,7 @@ use crate::base::params::DotParams;
 use crate::base::params::{acc_bound, chan_table, i32_bytes, weight_blocks};
 use crate::base::spill_state::Src;
 use crate::base::walk::{LayerTiles, Walk};
+use crate::error::{Limit, Refusal};
 use crate::lower::fields::{
     check_stored, conv_geometry, deconv_geometry, dot_base, i16_of, out_fields, pool_fields, u32_of,
 };
@@ -35,37 +36,39 @@ struct DotParts<'g> {
     k: usize,
 }
 
-fn const_codes<'g>(walk: &Walk<'g>, v: Value, what: &str) -> Result<Vec<i64>, String> {
+fn const_codes<'g>(walk: &Walk<'g>, v: Value, what: &str) -> Result<Vec<i64>, Refusal> {
     walk.g
         .const_of(v)
         .and_then(|t| t.to_i64_vec())
-        .ok_or_else(|| format!("{what} is not an integer constant"))
+        .ok_or_else(|| Refusal::NotConstant {
+            what: what.to_string(),
+        })
 }
 
 /// The int8 codes of a constant: borrowed when it is stored as int8 (the weights
 /// quantization wrote), else converted and range-checked.
-fn int8_codes<'g>(walk: &Walk<'g>, v: Value, what: &str) -> Result<Cow<'g, [i8]>, String> {
+fn int8_codes<'g>(walk: &Walk<'g>, v: Value, what: &str) -> Result<Cow<'g, [i8]>, Refusal> {
     let g: &'g Graph = walk.g;
     if let Some(TensorData::I8(w)) = g.const_of(v).map(|t| &t.data) {
         return Ok(Cow::Borrowed(w));
     }
     const_codes(walk, v, what)?
         .into_iter()
-        .map(|x| i8::try_from(x).map_err(|_| format!("{what} code {x} is not int8")))
-        .collect::<Result<Vec<i8>, String>>()
+        .map(|x| i8::try_from(x).map_err(|_| Refusal::range(what, x, Limit::Int8Code)))
+        .collect::<Result<Vec<i8>, Refusal>>()
         .map(Cow::Owned)
 }
 
-fn int32_codes<'g>(walk: &Walk<'g>, v: Value, what: &str) -> Result<Vec<i32>, String> {
+fn int32_codes<'g>(walk: &Walk<'g>, v: Value, what: &str) -> Result<Vec<i32>, Refusal> {
     const_codes(walk, v, what)?
         .into_iter()
-        .map(|x| i32::try_from(x).map_err(|_| format!("{what} value {x} is not int32")))
+        .map(|x| i32::try_from(x).map_err(|_| Refusal::range(what, x, Limit::Int32)))
         .collect()
 }
 
 /// The instruction template of dot `id` over input `x` (its geometry, layout
 /// fields from `x`, pooling), its opcode, int8 weights, int32 bias and epilogue.
-fn dot_parts<'g>(walk: &Walk<'g>, id: NodeId, d: &DotOp, x: &Act) -> Result<DotParts<'g>, String> {
+fn dot_parts<'g>(walk: &Walk<'g>, id: NodeId, d: &DotOp, x: &Act) -> Result<DotParts<'g>, Refusal> {
     let ins = walk.g.node_inputs(id);
     let w = int8_codes(walk, ins[1], "weight")?;
     let bias = int32_codes(walk, ins[2], "bias")?;
@@ -87,15 +90,13 @@ fn dot_parts<'g>(walk: &Walk<'g>, id: NodeId, d: &DotOp, x: &Act) -> Result<DotP
         }
         DotKind::Deconv(a) => {
             if x.zero_point != 0 {
-                return Err("deconvolution input zero point is not 0".into());
+                return Err(Refusal::DeconvZeroPoint);
             }
             deconv_geometry(&mut t, a)?;
             (DotOpcode::Deconv, IsaDot::Deconv)
         }
     };
-    let (oh, ow) = t
-        .expected_out_hw(isa_kind)
-        .ok_or("output geometry is empty")?;
+    let (oh, ow) = t.expected_out_hw(isa_kind).ok_or(Refusal::EmptyGeometry)?;
     t.out_h = oh;
     t.out_w = ow;
     if let Some(p) = &d.pool {
@@ -103,7 +104,11 @@ fn dot_parts<'g>(walk: &Walk<'g>, id: NodeId, d: &DotOp, x: &Act) -> Result<DotP
     }
     let k = (t.in_c / t.groups) as usize * (t.kernel_h * t.kernel_w) as usize;
     if w.len() != out_c * k {
-        return Err(format!("{} weights, expected {out_c} x {k}", w.len()));
+        return Err(Refusal::WeightCount {
+            weights: w.len(),
+            out_c,
+            k,
+        });
     }
     Ok(DotParts {
         t,
@@ -135,9 +140,9 @@ pub(crate) fn is_channel_pool<'g>(walk: &Walk<'g>, id: NodeId) -> bool {
         .is_ok_and(|p| crate::lower::gap::uniform_global(&p.t, &x, &p.w, &p.bias, &p.entries))
 }
 
-pub(crate) fn dot<'g>(walk: &mut Walk<'g>, id: NodeId, d: &DotOp) -> Result<(), String> {
+pub(crate) fn dot<'g>(walk: &mut Walk<'g>, id: NodeId, d: &DotOp) -> Result<(), Refusal> {
     let ins = walk.g.node_inputs(id);
-    let x = spill::source(walk, ins[0]).ok_or("input is not an activation")?;
+    let x = spill::source(walk, ins[0]).ok_or(Refusal::NotActivation { operand: "input" })?;
     let DotParts {
         t,
         opcode,
@@ -195,7 +200,7 @@ fn finish_dot<'g>(
     (xv, x): (Value, Src),
     pooled: bool,
     gap: Option<(DotProduct, DotParams)>,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let name = walk.g.node(id).name.clone();
     let cols = walk.hw.mac_cols as usize;
     let k = p.block as usize / cols;
@@ -238,11 +243,13 @@ fn finish_dot<'g>(
     let is_gap = gap.is_some();
     let (mut t, p) = gap.unwrap_or((t, p));
     spill::materialize(walk, id, xv);
-    let x = walk.use_value(xv).ok_or("input is not an activation")?;
+    let x = walk
+        .use_value(xv)
+        .ok_or(Refusal::NotActivation { operand: "input" })?;
     let wb = walk.param(&name, &p.weights);
     let bb = walk.param(&name, &i32_bytes(&p.bias));
     let cb = walk.param(&name, &chan_table(&p.entries));
-    let out = walk.define(id).map_err(|e| e.detail())?;
+    let out = walk.define(id).map_err(Refusal::from)?;
     if is_gap {
         crate::lower::gap::out_fields(&mut t, &out.act)?;
     } else {
@@ -319,18 +326,18 @@ fn scale_as_conv<'g>(
     id: NodeId,
     s: &ScaleOp,
     pool: &PoolStage,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let ins = walk.g.node_inputs(id);
-    let x = spill::source(walk, ins[0]).ok_or("input is not an activation")?;
+    let x = spill::source(walk, ins[0]).ok_or(Refusal::NotActivation { operand: "input" })?;
     let w = int8_codes(walk, ins[1], "scale")?;
     let b = int32_codes(walk, ins[2], "bias")?;
     let c = x.act().c as usize;
     if w.len() != c || b.len() != c {
-        return Err(format!(
-            "{} scales / {} biases for {c} channels",
-            w.len(),
-            b.len()
-        ));
+        return Err(Refusal::ScaleBiasCount {
+            scales: w.len(),
+            biases: b.len(),
+            channels: c,
+        });
     }
     let ep = epilogue(&s.epilogue, c)?;
     let zp = i64::from(x.act().zero_point);
@@ -340,9 +347,12 @@ fn scale_as_conv<'g>(
             // |bias'| + |x * w| must stay inside the 30-bit accumulator.
             (v.abs() + 255 * 128 < 1 << 29)
                 .then_some(v as i32)
-                .ok_or_else(|| format!("channel {i}: bias {v} too large for the accumulator"))
+                .ok_or(Refusal::BiasOverflow {
+                    channel: i,
+                    bias: v,
+                })
         })
-        .collect::<Result<Vec<i32>, String>>()?;
+        .collect::<Result<Vec<i32>, Refusal>>()?;
     let mut t = DotProduct {
         out_h: x.act().h,
         out_w: x.act().w,
@@ -371,24 +381,24 @@ fn scale_as_conv<'g>(
     )
 }
 
-pub(crate) fn scale<'g>(walk: &mut Walk<'g>, id: NodeId, s: &ScaleOp) -> Result<(), String> {
+pub(crate) fn scale<'g>(walk: &mut Walk<'g>, id: NodeId, s: &ScaleOp) -> Result<(), Refusal> {
     if let Some(p) = &s.pool {
         return scale_as_conv(walk, id, s, p);
     }
     let ins = walk.g.node_inputs(id);
     let name = walk.g.node(id).name.clone();
-    let xs = spill::source(walk, ins[0]).ok_or("input is not an activation")?;
+    let xs = spill::source(walk, ins[0]).ok_or(Refusal::NotActivation { operand: "input" })?;
     let xa = xs.act().clone();
     let w = int32_codes(walk, ins[1], "scale")?;
     let b = int32_codes(walk, ins[2], "bias")?;
     let c = xa.c as usize;
     let ep = epilogue(&s.epilogue, c)?;
     if w.len() != c || b.len() != c {
-        return Err(format!(
-            "{} scales / {} biases for {c} channels",
-            w.len(),
-            b.len()
-        ));
+        return Err(Refusal::ScaleBiasCount {
+            scales: w.len(),
+            biases: b.len(),
+            channels: c,
+        });
     }
     // SIMD: r0 = (x - zp) * C2 + C3, then the epilogue (C0 / C1).
     let simd: Vec<SimdInstr> = scale_prefix().into_iter().chain(ep.program).collect();
@@ -419,7 +429,9 @@ pub(crate) fn scale<'g>(walk: &mut Walk<'g>, id: NodeId, s: &ScaleOp) -> Result<
         });
     }
     let (Src::Sram(x), Src::Sram(out)) = (xs, out) else {
-        return Err("spilled operand of an unsplit SCALE".into());
+        return Err(Refusal::SpilledOperand {
+            op: "an unsplit SCALE",
+        });
     };
     let tl = tiles(xa.pixels(), xa.c, walk.tile_pixels, walk.hw.mac_cols);
     walk.out.layers.push(LayerTiles {
@@ -438,13 +450,13 @@ pub(crate) fn scale<'g>(walk: &mut Walk<'g>, id: NodeId, s: &ScaleOp) -> Result<
     Ok(())
 }
 
-pub(crate) fn eltwise<'g>(walk: &mut Walk<'g>, id: NodeId, e: &EltwiseOp) -> Result<(), String> {
+pub(crate) fn eltwise<'g>(walk: &mut Walk<'g>, id: NodeId, e: &EltwiseOp) -> Result<(), Refusal> {
     let ins = walk.g.node_inputs(id);
     let name = walk.g.node(id).name.clone();
-    let a_src = spill::source(walk, ins[0]).ok_or("input A is not an activation")?;
-    let b_src = spill::source(walk, ins[1]).ok_or("input B is not an activation")?;
+    let a_src = spill::source(walk, ins[0]).ok_or(Refusal::NotActivation { operand: "input A" })?;
+    let b_src = spill::source(walk, ins[1]).ok_or(Refusal::NotActivation { operand: "input B" })?;
     let (aa, ba) = (a_src.act().clone(), b_src.act().clone());
-    let m = e.inputs.as_ref().ok_or("eltwise input rescaling missing")?;
+    let m = e.inputs.as_ref().ok_or(Refusal::EltwiseRescaleMissing)?;
     let c = aa.c as usize;
     let ep = epilogue(&e.epilogue, c)?;
     let out = split_px::px_output(walk, id)?;
@@ -512,7 +524,9 @@ pub(crate) fn eltwise<'g>(walk: &mut Walk<'g>, id: NodeId, e: &EltwiseOp) -> Res
         });
     }
     let (Src::Sram(a), Src::Sram(b), Src::Sram(out)) = (a_src, b_src, out) else {
-        return Err("spilled operand of an unsplit ELTWISE".into());
+        return Err(Refusal::SpilledOperand {
+            op: "an unsplit ELTWISE",
+        });
     };
     let (t, tl) = match in_order {
         // One "channel" of H*W rows of C: tiles of as many elements as before.

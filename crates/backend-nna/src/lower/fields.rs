@@ -3,24 +3,24 @@
 //! stage. Each field is checked against its range.
 
 use crate::base::act::Act;
+use crate::error::{wide, Limit, Refusal};
 use nnac_ir::{PoolKind as IrPool, PoolStage};
 use nnac_isa::{DotProduct, PoolKind, SimdInstr};
 
 /// The stored (pooled) output of `t` must be the IR output `a`.
-pub(crate) fn check_stored(t: &DotProduct, a: &Act) -> Result<(), String> {
+pub(crate) fn check_stored(t: &DotProduct, a: &Act) -> Result<(), Refusal> {
     if t.stored_hw() != Some((a.h, a.w)) {
-        return Err(format!(
-            "stored output {:?} differs from the IR output {}x{}",
-            t.stored_hw(),
-            a.h,
-            a.w
-        ));
+        return Err(Refusal::StoredOutput {
+            stored: t.stored_hw(),
+            h: a.h,
+            w: a.w,
+        });
     }
     Ok(())
 }
 
 /// The output layout fields of `t` for output activation `a`.
-pub(crate) fn out_fields(t: &mut DotProduct, a: &Act) -> Result<(), String> {
+pub(crate) fn out_fields(t: &mut DotProduct, a: &Act) -> Result<(), Refusal> {
     t.out_row_pitch = a.row_pitch;
     t.out_pix_pitch = a.pix_pitch;
     t.out_chan_pitch = a.chan_pitch;
@@ -29,11 +29,14 @@ pub(crate) fn out_fields(t: &mut DotProduct, a: &Act) -> Result<(), String> {
     Ok(())
 }
 
-pub(crate) fn conv_geometry(t: &mut DotProduct, a: &nnac_ir::ConvAttrs) -> Result<(), String> {
-    let two = |v: &[usize], what: &str| -> Result<[u32; 2], String> {
+pub(crate) fn conv_geometry(t: &mut DotProduct, a: &nnac_ir::ConvAttrs) -> Result<(), Refusal> {
+    let two = |v: &[usize], what: &str| -> Result<[u32; 2], Refusal> {
         match v {
             [p, q] => Ok([u32_of(*p, what)?, u32_of(*q, what)?]),
-            _ => Err(format!("{what} {v:?} is not 2-D")),
+            _ => Err(Refusal::NotTwoD {
+                what: what.to_string(),
+                value: v.to_vec(),
+            }),
         }
     };
     [t.kernel_h, t.kernel_w] = two(&a.kernel, "kernel")?;
@@ -60,7 +63,7 @@ pub(crate) fn conv_geometry(t: &mut DotProduct, a: &nnac_ir::ConvAttrs) -> Resul
 
 /// Whether `v` fits the dot-product instructions' field `name` (docs/ISA.md's range):
 /// a kernel, stride, dilation or pad beyond it is a layer the NNA cannot run.
-pub(crate) fn in_field(name: &str, v: u32) -> Result<(), String> {
+pub(crate) fn in_field(name: &str, v: u32) -> Result<(), Refusal> {
     let spec = DotProduct::FIELDS
         .iter()
         .find(|f| f.name == name)
@@ -68,9 +71,13 @@ pub(crate) fn in_field(name: &str, v: u32) -> Result<(), String> {
     if (spec.min..=spec.max).contains(&i64::from(v)) {
         Ok(())
     } else {
-        Err(format!(
-            "{name} {v} is beyond the dot-product instructions' {}..={}",
-            spec.min, spec.max
+        Err(Refusal::range(
+            name,
+            v,
+            Limit::Field {
+                min: spec.min,
+                max: spec.max,
+            },
         ))
     }
 }
@@ -80,7 +87,7 @@ pub(crate) fn in_field(name: &str, v: u32) -> Result<(), String> {
 pub(crate) fn deconv_geometry(
     t: &mut DotProduct,
     a: &nnac_ir::ConvTransposeAttrs,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let c = nnac_ir::ConvAttrs {
         kernel: a.kernel.clone(),
         strides: a.strides.clone(),
@@ -93,20 +100,23 @@ pub(crate) fn deconv_geometry(
     t.pad_bottom = t
         .pad_bottom
         .checked_sub(op(0))
-        .ok_or("output_padding larger than the bottom pad")?;
+        .ok_or(Refusal::OutputPadding { side: "bottom" })?;
     t.pad_right = t
         .pad_right
         .checked_sub(op(1))
-        .ok_or("output_padding larger than the right pad")?;
+        .ok_or(Refusal::OutputPadding { side: "right" })?;
     Ok(())
 }
 
 /// Maps the IR pool stage to the pooling unit's fields (square window, equal strides;
 /// ceil mode only where it needs no extra padding, or for max pooling one extra row
 /// / column of padding, which max pooling ignores).
-pub(crate) fn pool_fields(t: &mut DotProduct, p: &PoolStage) -> Result<(), String> {
+pub(crate) fn pool_fields(t: &mut DotProduct, p: &PoolStage) -> Result<(), Refusal> {
     if p.kernel[0] != p.kernel[1] || p.strides[0] != p.strides[1] {
-        return Err(format!("pool {:?}/{:?} is not square", p.kernel, p.strides));
+        return Err(Refusal::PoolNotSquare {
+            kernel: p.kernel.to_vec(),
+            strides: p.strides.to_vec(),
+        });
     }
     t.pool = match p.kind {
         IrPool::Max => PoolKind::Max,
@@ -121,22 +131,22 @@ pub(crate) fn pool_fields(t: &mut DotProduct, p: &PoolStage) -> Result<(), Strin
     t.pool_pad_right = u32_of(p.pads[3], "pool pad")?;
     let want = p
         .out_hw(t.out_h as usize, t.out_w as usize)
-        .ok_or("pool window larger than its input")?;
-    let (h, w) = t.stored_hw().ok_or("pool window larger than its input")?;
+        .ok_or(Refusal::PoolWindow)?;
+    let (h, w) = t.stored_hw().ok_or(Refusal::PoolWindow)?;
     if (h as usize, w as usize) != (want[0], want[1]) {
         if p.kind != IrPool::Max {
-            return Err("ceil-mode average pooling".into());
+            return Err(Refusal::CeilModeAverage);
         }
         let extra = |want: usize, got: u32| {
             want.checked_sub(got as usize)
                 .map(|e| e as u32)
-                .ok_or("pool output smaller than the floor rule")
+                .ok_or(Refusal::PoolOutput)
         };
         t.pool_pad_bottom += extra(want[0], h)?;
         t.pool_pad_right += extra(want[1], w)?;
     }
     if t.pool_pad_bottom > 2 || t.pool_pad_right > 2 || t.pool_pad_top > 2 || t.pool_pad_left > 2 {
-        return Err("pool padding beyond 2".into());
+        return Err(Refusal::PoolPadding);
     }
     Ok(())
 }
@@ -144,7 +154,7 @@ pub(crate) fn pool_fields(t: &mut DotProduct, p: &PoolStage) -> Result<(), Strin
 /// The fields every dot-product instruction over activation `x` shares: its input
 /// tensor, int8 weights, int32 bias, the input zero point, the SIMD program, and
 /// unit stride, dilation and groups (callers override what differs).
-pub(crate) fn dot_base(x: &Act, simd: Vec<SimdInstr>) -> Result<DotProduct, String> {
+pub(crate) fn dot_base(x: &Act, simd: Vec<SimdInstr>) -> Result<DotProduct, Refusal> {
     Ok(DotProduct {
         in_h: x.h,
         in_w: x.w,
@@ -166,10 +176,10 @@ pub(crate) fn dot_base(x: &Act, simd: Vec<SimdInstr>) -> Result<DotProduct, Stri
     })
 }
 
-pub(crate) fn u32_of(v: usize, what: &str) -> Result<u32, String> {
-    u32::try_from(v).map_err(|_| format!("{what} {v} too large"))
+pub(crate) fn u32_of(v: usize, what: &str) -> Result<u32, Refusal> {
+    u32::try_from(v).map_err(|_| Refusal::range(what, wide(v), Limit::TooLarge))
 }
 
-pub(crate) fn i16_of(v: i32, what: &str) -> Result<i16, String> {
-    i16::try_from(v).map_err(|_| format!("{what} {v} out of range"))
+pub(crate) fn i16_of(v: i32, what: &str) -> Result<i16, Refusal> {
+    i16::try_from(v).map_err(|_| Refusal::range(what, v, Limit::Int16))
 }

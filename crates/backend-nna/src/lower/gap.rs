@@ -27,6 +27,7 @@
 use crate::base::act::Act;
 use crate::base::params::weight_blocks;
 use crate::base::params::DotParams;
+use crate::error::{Limit, Refusal};
 use nnac_isa::checks::DotKind;
 use nnac_isa::{DotProduct, PoolKind};
 
@@ -132,19 +133,21 @@ pub(crate) fn channels_as_pixels(
 
 /// The output fields of the channels-as-pixels form writing the `1x1xC` tensor `a`:
 /// output pixel `c` is channel `c`, one byte apart.
-pub(crate) fn out_fields(t: &mut DotProduct, a: &Act) -> Result<(), String> {
+pub(crate) fn out_fields(t: &mut DotProduct, a: &Act) -> Result<(), Refusal> {
     if (a.h, a.w, a.c) != (1, 1, t.out_w) {
-        return Err(format!(
-            "global pool output {}x{}x{} is not 1x1x{}",
-            a.h, a.w, a.c, t.out_w
-        ));
+        return Err(Refusal::GlobalPoolOutput {
+            h: a.h,
+            w: a.w,
+            c: a.c,
+            out_w: t.out_w,
+        });
     }
     t.out_row_pitch = t.out_w;
     t.out_pix_pitch = 1;
     t.out_chan_pitch = 1;
     t.out_signed = a.signed;
     t.out_zero = i16::try_from(a.zero_point)
-        .map_err(|_| format!("output zero point {} out of range", a.zero_point))?;
+        .map_err(|_| Refusal::range("output zero point", a.zero_point, Limit::Int16))?;
     Ok(())
 }
 

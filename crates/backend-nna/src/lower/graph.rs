@@ -9,7 +9,8 @@ use crate::base::buffer::DRAM_ALIGN;
 use crate::base::job::{Job, JobKind};
 use crate::base::spill_state::Src;
 use crate::base::walk::{ConcatSlot, Lowered, Walk};
-use crate::error::BackendError;
+use crate::error::Refusal;
+use crate::error::{BackendError, UnsupportedNode};
 use crate::lower::{dot, host, shuffle, upsample};
 use crate::place::{spill, split_px};
 use nnac_ir::{NnaOp, NodeId, Op, Value};
@@ -103,18 +104,16 @@ fn plan_hwc<'g>(walk: &mut Walk<'g>) {
 
 /// A channel concatenation: the in-place producers already wrote their slots;
 /// every other input is copied into its slot by a SCALE (`r0 = code - zp + zp`).
-fn concat<'g>(walk: &mut Walk<'g>, id: NodeId, axis: usize) -> Result<(), String> {
+fn concat<'g>(walk: &mut Walk<'g>, id: NodeId, axis: usize) -> Result<(), Refusal> {
     if axis != 1 || walk.g.node(id).outputs[0].shape.len() != 4 {
-        return Err(format!(
-            "nna.concat on axis {axis} (only channels of a 4-D tensor)"
-        ));
+        return Err(Refusal::ConcatAxis { axis });
     }
     if spill::concat_via_dram(walk, id)? {
         return Ok(());
     }
     if !walk.vals.contains_key(&id) {
         let name = walk.g.node(id).name.clone();
-        let act = walk.act_of(id).map_err(|e| e.detail())?;
+        let act = walk.act_of(id).map_err(Refusal::from)?;
         let buf = walk.new_buf(&name, act.bytes());
         walk.out.sp.value_bufs.insert(buf, id);
         walk.vals.insert(id, Placed { act, buf, off: 0 });
@@ -122,7 +121,9 @@ fn concat<'g>(walk: &mut Walk<'g>, id: NodeId, axis: usize) -> Result<(), String
     let cat = walk.use_value(Value::new(id, 0)).expect("placed above");
     let mut c_off = 0u32;
     for v in walk.g.node_inputs(id) {
-        let src = walk.use_value(v).ok_or("input is not an activation")?;
+        let src = walk
+            .use_value(v)
+            .ok_or(Refusal::NotActivation { operand: "input" })?;
         if walk.slots.get(&v.node) != Some(&ConcatSlot { concat: id, c_off }) {
             walk.copy_into(id, &src, &cat, c_off)?;
         }
@@ -131,9 +132,9 @@ fn concat<'g>(walk: &mut Walk<'g>, id: NodeId, axis: usize) -> Result<(), String
     Ok(())
 }
 
-fn unsupported<'g>(walk: &mut Walk<'g>, id: NodeId, why: impl Into<String>) {
+fn unsupported<'g>(walk: &mut Walk<'g>, id: NodeId, why: Refusal) {
     let name = walk.g.node(id).name.clone();
-    walk.unsupported.push((name, why.into()));
+    walk.unsupported.push(UnsupportedNode::new(name, why));
     // Keep walking so that every unsupported node is reported at once.
     let _ = walk.define(id);
 }
@@ -204,10 +205,9 @@ fn lower_node<'g>(walk: &mut Walk<'g>, id: NodeId) -> Result<(), BackendError> {
         Op::Nna(NnaOp::ChannelShuffle { groups }) => shuffle::channel_shuffle(walk, id, *groups),
         Op::Nna(NnaOp::Upsample { factors }) => upsample::upsample(walk, id, *factors),
         Op::Nna(NnaOp::Host(inner)) => host::host_op(walk, id, inner),
-        other => Err(format!(
-            "{} is not an op of the quantized NNA IR",
-            other.mnemonic()
-        )),
+        other => Err(Refusal::NotNnaOp {
+            mnemonic: other.mnemonic().to_string(),
+        }),
     };
     spill::settle(walk, id);
     match res {
@@ -221,23 +221,25 @@ fn lower_node<'g>(walk: &mut Walk<'g>, id: NodeId) -> Result<(), BackendError> {
 
 /// A reshape to `[1, K]` of a tensor that only inner products read (they read the
 /// activation in place with `kernel = H x W`), or of a 1x1 tensor: an alias.
-pub(crate) fn reshape<'g>(walk: &mut Walk<'g>, id: NodeId) -> Result<(), String> {
+pub(crate) fn reshape<'g>(walk: &mut Walk<'g>, id: NodeId) -> Result<(), Refusal> {
     let src = walk.g.node_inputs(id)[0];
-    let s = spill::source(walk, src).ok_or("input is not an activation")?;
+    let s = spill::source(walk, src).ok_or(Refusal::NotActivation { operand: "input" })?;
     let a = s.act().clone();
     let out_t = &walk.g.node(id).outputs[0];
     let numel = u64::from(a.c) * u64::from(a.pixels());
     if out_t.shape.as_slice() != [1, numel as usize] {
-        return Err(format!("reshape to {:?} (only [1, C*H*W])", out_t.shape));
+        return Err(Refusal::ReshapeShape {
+            shape: out_t.shape.clone(),
+        });
     }
     let only_inner = walk.g.users(Value::new(id, 0)).iter().all(|&(u, _)| {
         matches!(&walk.g.node(u).op, Op::Nna(NnaOp::Dot(d)) if d.kind == nnac_ir::DotKind::Inner)
     }) && !walk.g.is_output(Value::new(id, 0));
     if a.pixels() != 1 && !only_inner {
-        return Err("flatten of a spatial tensor read by a non-inner-product op".into());
+        return Err(Refusal::FlattenSpatial);
     }
     if out_t.quant != walk.g.value_type(src).quant || out_t.dtype != walk.g.value_type(src).dtype {
-        return Err("reshape changes the quantization".into());
+        return Err(Refusal::QuantizationChange { op: "reshape" });
     }
     match s {
         Src::Sram(p) => walk.vals.insert(id, p).map(|_| ()),
@@ -283,9 +285,11 @@ fn outputs<'g>(walk: &mut Walk<'g>) -> Result<(), BackendError> {
             continue;
         }
         let src = spill::source(walk, o.value).ok_or_else(|| {
-            BackendError::Unsupported(vec![(
+            BackendError::Unsupported(vec![UnsupportedNode::new(
                 o.name.clone(),
-                "graph output is not an activation".into(),
+                Refusal::NotActivation {
+                    operand: "graph output",
+                },
             )])
         })?;
         let shape = walk.g.value_type(o.value).shape.clone();

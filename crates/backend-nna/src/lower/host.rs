@@ -22,6 +22,7 @@ use crate::base::buffer::DRAM_ALIGN;
 use crate::base::host_state::{DramRef, DramVal, HostRec, IoAlias, TensorFixup};
 use crate::base::job::{Job, JobId, JobKind};
 use crate::base::walk::{LayerTiles, ReadCand, Walk};
+use crate::error::{wide, Limit, Refusal};
 use crate::lower::graph;
 use crate::place::spill;
 use nnac_ir::{DType, NnaOp, NodeId, Op, TensorData, TensorType, Value};
@@ -39,23 +40,25 @@ fn span(d: &IoDesc) -> u64 {
     }
 }
 
-fn shape_u32(shape: &[usize]) -> Result<Vec<u32>, String> {
+fn shape_u32(shape: &[usize]) -> Result<Vec<u32>, Refusal> {
     shape
         .iter()
-        .map(|&d| u32::try_from(d).map_err(|_| format!("dimension {d} too large")))
+        .map(|&d| {
+            u32::try_from(d).map_err(|_| Refusal::range("dimension", wide(d), Limit::TooLarge))
+        })
         .collect()
 }
 
 /// The descriptor of an 8-bit quantized value of type `t`, in `layout`.
-fn code_desc(name: &str, t: &TensorType, layout: IoLayout) -> Result<IoDesc, String> {
+fn code_desc(name: &str, t: &TensorType, layout: IoLayout) -> Result<IoDesc, Refusal> {
     let dtype = match t.dtype {
         DType::I8 => IoDtype::Int8,
         DType::U8 => IoDtype::Uint8,
-        d => return Err(format!("host-op tensor of dtype {d:?} (int8/uint8 only)")),
+        d => return Err(Refusal::HostDtype { dtype: d }),
     };
     let (scale, zero_point) = match t.quant {
         Some(nnac_ir::Quant::PerTensor { scale, zero_point }) => (scale, zero_point),
-        _ => return Err("host-op tensor without per-tensor quantization".into()),
+        _ => return Err(Refusal::HostQuantization),
     };
     Ok(IoDesc {
         name: name.to_string(),
@@ -81,7 +84,7 @@ fn needs_sram(walk: &Walk<'_>, id: NodeId) -> bool {
 
 /// A reshape: an SRAM alias when the NNA can read it in place, a DRAM alias of a
 /// dense host tensor no NNA op reads, else a host op.
-pub(crate) fn reshape_any(walk: &mut Walk<'_>, id: NodeId) -> Result<(), String> {
+pub(crate) fn reshape_any(walk: &mut Walk<'_>, id: NodeId) -> Result<(), Refusal> {
     let src = walk.g.node_inputs(id)[0];
     let shape = walk.g.node(id).outputs[0].shape.clone();
     let on_nna = walk.vals.contains_key(&src.node) || walk.out.sp.homes.contains_key(&src.node);
@@ -92,7 +95,7 @@ pub(crate) fn reshape_any(walk: &mut Walk<'_>, id: NodeId) -> Result<(), String>
     // quantize round trip is exact only for the same quantization.
     let (a, b) = (walk.g.value_type(src), &walk.g.node(id).outputs[0]);
     if a.quant != b.quant || a.dtype != b.dtype {
-        return Err("reshape changes the quantization".into());
+        return Err(Refusal::QuantizationChange { op: "reshape" });
     }
     if let Some(v) = walk.host.vals.get(&src.node).cloned() {
         if !on_nna && v.desc.layout == IoLayout::Dense && !needs_sram(walk, id) {
@@ -114,15 +117,15 @@ pub(crate) fn reshape_any(walk: &mut Walk<'_>, id: NodeId) -> Result<(), String>
 /// buffer at an offset of `start` channel pitches, the same pitches, fewer
 /// channels); any other slice, or of a spilled activation, runs on the host. The
 /// output shares the input's quantization (the quantizer guarantees it).
-pub(crate) fn slice_any(walk: &mut Walk<'_>, id: NodeId) -> Result<(), String> {
+pub(crate) fn slice_any(walk: &mut Walk<'_>, id: NodeId) -> Result<(), Refusal> {
     let src = walk.g.node_inputs(id)[0];
     let op = walk.g.node(id).op.clone();
     let Op::Slice { axes, starts, ends } = &op else {
-        return Err("not a slice".into());
+        return Err(Refusal::NotSlice);
     };
     let (a, b) = (walk.g.value_type(src), &walk.g.node(id).outputs[0]);
     if a.quant != b.quant || a.dtype != b.dtype {
-        return Err("slice changes the quantization".into());
+        return Err(Refusal::QuantizationChange { op: "slice" });
     }
     if let ([1], [start], [end], true) = (
         axes.as_slice(),
@@ -132,8 +135,10 @@ pub(crate) fn slice_any(walk: &mut Walk<'_>, id: NodeId) -> Result<(), String> {
     ) {
         if let Some(p) = walk.use_value(src) {
             let (start, end) = (
-                u32::try_from(*start).map_err(|_| "slice start")?,
-                u32::try_from(*end).map_err(|_| "slice end")?,
+                u32::try_from(*start)
+                    .map_err(|_| Refusal::range("slice start", wide(*start), Limit::TooLarge))?,
+                u32::try_from(*end)
+                    .map_err(|_| Refusal::range("slice end", wide(*end), Limit::TooLarge))?,
             );
             let view = Placed {
                 act: Act {
@@ -158,7 +163,7 @@ fn host_operand(
     id: NodeId,
     v: Value,
     wrote: &mut bool,
-) -> Result<DramVal, String> {
+) -> Result<DramVal, Refusal> {
     if let Some(d) = walk.host.vals.get(&v.node) {
         return Ok(d.clone());
     }
@@ -173,7 +178,9 @@ fn host_operand(
         )?
     } else {
         spill::materialize(walk, id, v);
-        let p = walk.use_value(v).ok_or("operand is not an activation")?;
+        let p = walk
+            .use_value(v)
+            .ok_or(Refusal::NotActivation { operand: "operand" })?;
         let t = walk.g.value_type(v).clone();
         // The planar SRAM layout is dense NCHW: one DMA moves it.
         let desc = code_desc(&name, &t, IoLayout::Dense)?;
@@ -195,7 +202,7 @@ fn host_constant(
     name: &str,
     data: TensorData,
     t: &TensorType,
-) -> Result<DramVal, String> {
+) -> Result<DramVal, Refusal> {
     let (scale, zero_point) = match t.quant {
         Some(nnac_ir::Quant::PerTensor { scale, zero_point }) => (scale, zero_point),
         _ => (1.0, 0),
@@ -231,7 +238,9 @@ fn host_constant(
         scale,
         zero_point,
     };
-    desc.validate()?;
+    desc.validate().map_err(|e| Refusal::Descriptor {
+        detail: e.to_string(),
+    })?;
     let at = walk.dram_part(&bytes);
     let tensor = walk.host.tensor(DramRef::Image(at));
     Ok(DramVal { tensor, desc })
@@ -247,7 +256,7 @@ fn stop(walk: &mut Walk<'_>, node: &str) {
 }
 
 /// Lowers host node `id` running `op` (see the module docs).
-pub(crate) fn host_op(walk: &mut Walk<'_>, id: NodeId, op: &Op) -> Result<(), String> {
+pub(crate) fn host_op(walk: &mut Walk<'_>, id: NodeId, op: &Op) -> Result<(), Refusal> {
     let name = walk.g.node(id).name.clone();
     let mut wrote = false;
     let inputs = walk
@@ -262,7 +271,7 @@ pub(crate) fn host_op(walk: &mut Walk<'_>, id: NodeId, op: &Op) -> Result<(), St
     let out_t = walk.g.node(id).outputs[0].clone();
     let sram = needs_sram(walk, id);
     let placed = if sram {
-        Some(walk.define(id).map_err(|e| e.detail())?)
+        Some(walk.define(id).map_err(Refusal::from)?)
     } else {
         None
     };

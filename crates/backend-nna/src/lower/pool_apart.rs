@@ -15,6 +15,7 @@ use crate::base::act::Act;
 use crate::base::job::{tiles, DotOpcode, Job, JobKind, Loc};
 use crate::base::params::weight_blocks;
 use crate::base::walk::{LayerTiles, Walk};
+use crate::error::Refusal;
 use crate::lower::fields::{dot_base, out_fields};
 use crate::lower::simd::identity_program;
 use nnac_isa::{DotProduct, PoolKind};
@@ -32,7 +33,7 @@ pub(crate) fn pool_apart(
     out: &Act,
     block: u32,
     mnemonic: &str,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let (oh, ow, c) = (t.out_h, t.out_w, t.out_c);
     let tmp_act = Act {
         h: oh,

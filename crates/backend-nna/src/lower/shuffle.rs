@@ -21,6 +21,7 @@
 use crate::base::job::{tiles, Job, JobKind, Loc};
 use crate::base::spill_state::Src;
 use crate::base::walk::{LayerTiles, Walk};
+use crate::error::{wide, Limit, Refusal};
 use crate::lower::simd::identity_program;
 use crate::place::spill;
 use crate::place::split_px;
@@ -103,14 +104,15 @@ pub(crate) fn channel_shuffle(
     walk: &mut Walk<'_>,
     id: NodeId,
     groups: usize,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let ins = walk.g.node_inputs(id);
     let name = walk.g.node(id).name.clone();
-    let xs = spill::source(walk, ins[0]).ok_or("input is not an activation")?;
+    let xs = spill::source(walk, ins[0]).ok_or(Refusal::NotActivation { operand: "input" })?;
     let xa = xs.act().clone();
     // The verifier (`check_graph`) guarantees `groups > 0` dividing the channels
     // and an output of the input's shape, type and quantization.
-    let g = u32::try_from(groups).map_err(|_| format!("{groups} groups"))?;
+    let g = u32::try_from(groups)
+        .map_err(|_| Refusal::range("groups", wide(groups), Limit::TooLarge))?;
     let out = split_px::px_output(walk, id)?;
     let oa = out.act().clone();
     let v = copies(xa.c, g);
@@ -135,7 +137,9 @@ pub(crate) fn channel_shuffle(
         });
     }
     let (Src::Sram(x), Src::Sram(out)) = (xs, out) else {
-        return Err("spilled operand of an unsplit channel shuffle".into());
+        return Err(Refusal::SpilledOperand {
+            op: "an unsplit channel shuffle",
+        });
     };
     let jobs = v.jobs(
         &t,

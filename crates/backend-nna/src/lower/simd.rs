@@ -17,6 +17,7 @@
 //! Both paths leave `C2` and `C3` free: SCALE puts its per-channel multiplier and
 //! bias there ([`scale_prefix`]).
 
+use crate::error::{Limit, Refusal};
 use nnac_ir::{Activation, Epilogue, FusedAct, Multiplier, Requant};
 use nnac_isa::simd::{Alu, BSrc, Requant as FusedRelu, SimdInstr};
 
@@ -37,8 +38,8 @@ pub struct SimdEpilogue {
 }
 
 /// The SIMD program and channel entries of epilogue `e` with `channels` outputs.
-pub fn epilogue(e: &Epilogue, channels: usize) -> Result<SimdEpilogue, String> {
-    match e.requant.as_ref().ok_or("epilogue is not quantized")? {
+pub fn epilogue(e: &Epilogue, channels: usize) -> Result<SimdEpilogue, Refusal> {
+    match e.requant.as_ref().ok_or(Refusal::EpilogueNotQuantized)? {
         Requant::Int {
             mult,
             zero_point,
@@ -127,7 +128,7 @@ fn int_path(
     lo: i32,
     hi: i32,
     channels: usize,
-) -> Result<SimdEpilogue, String> {
+) -> Result<SimdEpilogue, Refusal> {
     count(mult.len(), channels, "multipliers")?;
     let fr = FusedRelu {
         dst: 0,
@@ -150,15 +151,19 @@ fn int_path(
 }
 
 /// A requantization field of FUSED_RELU (16 bits).
-fn i16_of(v: i32, what: &str) -> Result<i16, String> {
-    i16::try_from(v).map_err(|_| format!("requant {what} {v} out of int16"))
+fn i16_of(v: i32, what: &str) -> Result<i16, Refusal> {
+    i16::try_from(v).map_err(|_| Refusal::range(what, v, Limit::RequantInt16))
 }
 
-fn count(n: usize, channels: usize, what: &str) -> Result<(), String> {
+fn count(n: usize, channels: usize, what: &'static str) -> Result<(), Refusal> {
     if n == channels {
         Ok(())
     } else {
-        Err(format!("{n} {what} for {channels} channels"))
+        Err(Refusal::ChannelCount {
+            what,
+            count: n,
+            channels,
+        })
     }
 }
 

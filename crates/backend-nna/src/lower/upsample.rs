@@ -21,6 +21,7 @@ use crate::base::act::scale_over;
 use crate::base::job::{tiles, Job, JobKind, Loc};
 use crate::base::spill_state::Src;
 use crate::base::walk::{LayerTiles, Walk};
+use crate::error::{wide, Limit, Refusal};
 use crate::lower::simd::identity_program;
 use crate::place::spill;
 use nnac_ir::NodeId;
@@ -30,23 +31,27 @@ pub(crate) fn upsample(
     walk: &mut Walk<'_>,
     id: NodeId,
     [fh, fw]: [usize; 2],
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let ins = walk.g.node_inputs(id);
     let name = walk.g.node(id).name.clone();
-    let xs = spill::source(walk, ins[0]).ok_or("input is not an activation")?;
+    let xs = spill::source(walk, ins[0]).ok_or(Refusal::NotActivation { operand: "input" })?;
     let xa = xs.act().clone();
     let (fh, fw) = (
-        u32::try_from(fh).map_err(|_| format!("factor {fh}"))?,
-        u32::try_from(fw).map_err(|_| format!("factor {fw}"))?,
+        u32::try_from(fh).map_err(|_| Refusal::range("factor", wide(fh), Limit::TooLarge))?,
+        u32::try_from(fw).map_err(|_| Refusal::range("factor", wide(fw), Limit::TooLarge))?,
     );
-    let out = Src::Sram(walk.define(id).map_err(|e| e.detail())?);
+    let out = Src::Sram(walk.define(id).map_err(Refusal::from)?);
     let (Src::Sram(x), Src::Sram(o)) = (xs, out) else {
-        return Err("spilled operand of an upsample (prepare brings it in whole)".into());
+        return Err(Refusal::SpilledOperand {
+            op: "an upsample (prepare brings it in whole)",
+        });
     };
     let oa = o.act.clone();
     let pitch = |p: u32, f: u32| {
-        p.checked_mul(f)
-            .ok_or_else(|| format!("output pitch {p} x {f} overflows"))
+        p.checked_mul(f).ok_or(Refusal::PitchOverflow {
+            pitch: p,
+            factor: f,
+        })
     };
     let strided = (
         pitch(oa.row_pitch, fh)?,

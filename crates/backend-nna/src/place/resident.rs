@@ -58,7 +58,43 @@ pub enum Residency {
         streamed: u64,
     },
     /// Streamed every frame: they do not all fit (the reason).
-    Streamed(String),
+    Streamed(NotPinned),
+}
+
+/// Why the parameters are not all pinned ([`try_pin`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotPinned {
+    /// The program has no parameters.
+    NoParameters,
+    /// Layers must be split to fit the SRAM (their weights stream).
+    MustSplit { layers: usize },
+    /// Parameters plus activations need more than the SRAM at `layer`.
+    NoRoom {
+        param_bytes: u64,
+        needed: u64,
+        layer: String,
+        sram: u64,
+    },
+}
+
+impl std::fmt::Display for NotPinned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotPinned::NoParameters => write!(f, "the program has no parameters"),
+            NotPinned::MustSplit { layers } => {
+                write!(f, "{layers} layer(s) must be split to fit the SRAM")
+            }
+            NotPinned::NoRoom {
+                param_bytes,
+                needed,
+                layer,
+                sram,
+            } => write!(
+                f,
+                "parameters ({param_bytes} bytes) plus activations need {needed} bytes at layer {layer}, the SRAM has {sram}"
+            ),
+        }
+    }
 }
 
 impl std::fmt::Display for Residency {
@@ -93,15 +129,14 @@ pub(crate) struct Pinned {
 
 /// Pins every parameter buffer of `low` (a walk without a plan) if they all fit with
 /// the activations; otherwise the reason they do not.
-pub(crate) fn try_pin(mut low: Lowered, hw: &HwConfig) -> Result<Pinned, String> {
+pub(crate) fn try_pin(mut low: Lowered, hw: &HwConfig) -> Result<Pinned, NotPinned> {
     if low.sp.param_bufs.is_empty() {
-        return Err("the program has no parameters".into());
+        return Err(NotPinned::NoParameters);
     }
     if !low.sp.splits.is_empty() {
-        return Err(format!(
-            "{} layer(s) must be split to fit the SRAM",
-            low.sp.splits.len()
-        ));
+        return Err(NotPinned::MustSplit {
+            layers: low.sp.splits.len(),
+        });
     }
     let end = low.bufs.iter().map(|b| b.last).max().unwrap_or(0);
     let mut bytes = 0;
@@ -114,10 +149,12 @@ pub(crate) fn try_pin(mut low: Lowered, hw: &HwConfig) -> Result<Pinned, String>
     let placed = match alloc::place(&low.bufs, hw.sram_bytes, SRAM_ALIGN) {
         Ok(p) => p,
         Err(nf) => {
-            return Err(format!(
-                "parameters ({bytes} bytes) plus activations need {} bytes at layer {}, the SRAM has {}",
-                nf.needed, nf.owner, hw.sram_bytes
-            ))
+            return Err(NotPinned::NoRoom {
+                param_bytes: bytes,
+                needed: nf.needed,
+                layer: nf.owner,
+                sram: hw.sram_bytes,
+            })
         }
     };
     let buffers = low.sp.param_bufs.len();

@@ -22,14 +22,15 @@ use crate::base::buffer::DRAM_ALIGN;
 use crate::base::job::{BufId, Job, JobId, JobKind, Loc};
 use crate::base::spill_state::{Base, DramAct, HomeFixup, SpillArea, Src};
 use crate::base::walk::{ConcatSlot, Walk};
+use crate::error::Refusal;
 use crate::place::alloc;
 use nnac_ir::{NnaOp, NodeId, Op, Value};
 use nnac_isa::{Dma, IoDir};
 
 /// A concatenation copies codes: its inputs must share its quantization.
-fn same_quant(a: &Act, b: &Act) -> Result<(), String> {
+fn same_quant(a: &Act, b: &Act) -> Result<(), Refusal> {
     if a.signed != b.signed || a.zero_point != b.zero_point || a.scale != b.scale {
-        return Err("concatenation input with a different quantization".into());
+        return Err(Refusal::ConcatQuantization);
     }
     Ok(())
 }
@@ -200,7 +201,7 @@ pub(crate) fn settle(walk: &mut Walk<'_>, id: NodeId) {
 /// input's home and the concatenation's buffer, or between the input's buffer
 /// and the concatenation's home; a spilled input of a spilled concatenation
 /// passes through a buffer of its own step. `false`: nothing is spilled.
-pub(crate) fn concat_via_dram(walk: &mut Walk<'_>, id: NodeId) -> Result<bool, String> {
+pub(crate) fn concat_via_dram(walk: &mut Walk<'_>, id: NodeId) -> Result<bool, Refusal> {
     let ins = walk.g.node_inputs(id);
     let out_spilled = walk.out.sp.plan.spilled.contains(&id);
     let in_spilled = ins.iter().any(|v| !walk.vals.contains_key(&v.node));
@@ -208,7 +209,7 @@ pub(crate) fn concat_via_dram(walk: &mut Walk<'_>, id: NodeId) -> Result<bool, S
         return Ok(false);
     }
     let name = walk.g.node(id).name.clone();
-    let cat_act = Act::of(&name, &walk.g.node(id).outputs[0]).map_err(|e| e.detail())?;
+    let cat_act = Act::of(&name, &walk.g.node(id).outputs[0]).map_err(Refusal::from)?;
     let out = if out_spilled {
         Src::Dram(new_home(walk, id, cat_act))
     } else {
@@ -230,7 +231,7 @@ pub(crate) fn concat_via_dram(walk: &mut Walk<'_>, id: NodeId) -> Result<bool, S
             walk.step += 1;
             walk.mark_step();
         }
-        let src = source(walk, v).ok_or("input is not an activation")?;
+        let src = source(walk, v).ok_or(Refusal::NotActivation { operand: "input" })?;
         same_quant(src.act(), out.act())?;
         match (&src, &out) {
             (Src::Sram(p), Src::Sram(o)) => {
@@ -274,11 +275,11 @@ fn move_pixels(
     c_off: u32,
     loc: Loc,
     sram: &Act,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let (d, c) = (&home.act, if to_sram { home.act.c } else { sram.c });
     let plane = d.pixels();
     if d.chan_pitch != plane || sram.chan_pitch != plane || sram.pixels() != plane {
-        return Err("concatenation through DRAM needs dense channel planes".into());
+        return Err(Refusal::ConcatNotDense);
     }
     let dma = Dma {
         dram_addr: u64::from(c_off) * u64::from(d.chan_pitch),
@@ -371,12 +372,12 @@ pub(crate) fn resolve_homes(walk: &mut Walk<'_>) {
 }
 
 /// The output of a split layer: its DRAM home if planned spilled, else resident.
-pub(crate) fn split_output(walk: &mut Walk<'_>, id: NodeId) -> Result<Src, String> {
+pub(crate) fn split_output(walk: &mut Walk<'_>, id: NodeId) -> Result<Src, Refusal> {
     if walk.out.sp.plan.spilled.contains(&id) {
         let node = walk.g.node(id);
-        let act = Act::of(&node.name, &node.outputs[0]).map_err(|e| e.detail())?;
+        let act = Act::of(&node.name, &node.outputs[0]).map_err(Refusal::from)?;
         Ok(Src::Dram(new_home(walk, id, act)))
     } else {
-        Ok(Src::Sram(walk.define(id).map_err(|e| e.detail())?))
+        Ok(Src::Sram(walk.define(id).map_err(Refusal::from)?))
     }
 }

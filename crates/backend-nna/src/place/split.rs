@@ -22,6 +22,7 @@ use crate::base::params::DotParams;
 use crate::base::params::{chan_table, i32_bytes};
 use crate::base::spill_state::{SplitLayer, Src};
 use crate::base::walk::{LayerTiles, Walk};
+use crate::error::Refusal;
 use crate::place::spill;
 use nnac_ir::NodeId;
 use nnac_isa::{DotProduct, PoolKind};
@@ -55,7 +56,7 @@ pub(crate) fn pooled_rows_span(t: &DotProduct, s0: u32, s1: u32) -> (i64, i64) {
 }
 
 /// The band of stored rows `s0..s1` of a CONV template `t` (pooled or not).
-pub(crate) fn conv_band(t: &DotProduct, s0: u32, s1: u32) -> Result<Band, String> {
+pub(crate) fn conv_band(t: &DotProduct, s0: u32, s1: u32) -> Result<Band, Refusal> {
     let mut b = t.clone();
     let (c0, c1) = if t.pool == PoolKind::None {
         (i64::from(s0), i64::from(s1))
@@ -67,7 +68,7 @@ pub(crate) fn conv_band(t: &DotProduct, s0: u32, s1: u32) -> Result<Band, String
         (c0c, c1c)
     };
     if c1 <= c0 {
-        return Err(format!("output rows {s0}..{s1} cover no convolution row"));
+        return Err(Refusal::BandWithoutRows { s0, s1 });
     }
     b.out_h = (c1 - c0) as u32;
     let (s, pt) = (i64::from(t.stride_h), i64::from(t.pad_top));
@@ -75,7 +76,7 @@ pub(crate) fn conv_band(t: &DotProduct, s0: u32, s1: u32) -> Result<Band, String
     let (i0, i1) = (c0 * s - pt, (c1 - 1) * s - pt + reach + 1);
     let (i0c, i1c) = (i0.max(0), i1.min(i64::from(t.in_h)));
     if i1c <= i0c {
-        return Err(format!("output rows {s0}..{s1} read only padding"));
+        return Err(Refusal::BandOnlyPadding { s0, s1 });
     }
     b.in_h = (i1c - i0c) as u32;
     b.pad_top = (i0c - i0) as u32;
@@ -90,8 +91,8 @@ pub(crate) fn conv_band(t: &DotProduct, s0: u32, s1: u32) -> Result<Band, String
 }
 
 /// Bands of at most `rows` stored rows; a layer that is not a CONV is one band.
-pub(crate) fn bands(t: &DotProduct, opcode: DotOpcode, rows: u32) -> Result<Vec<Band>, String> {
-    let sh = t.stored_hw().ok_or("output geometry is empty")?.0;
+pub(crate) fn bands(t: &DotProduct, opcode: DotOpcode, rows: u32) -> Result<Vec<Band>, Refusal> {
+    let sh = t.stored_hw().ok_or(Refusal::EmptyGeometry)?.0;
     if opcode != DotOpcode::Conv || rows >= sh {
         return Ok(vec![Band {
             s0: 0,
@@ -169,8 +170,8 @@ pub(crate) fn choose(
     opcode: DotOpcode,
     s: &Sizes,
     budget: u64,
-) -> Result<Option<Choice>, String> {
-    let sh = t.stored_hw().ok_or("output geometry is empty")?.0;
+) -> Result<Option<Choice>, Refusal> {
+    let sh = t.stored_hw().ok_or(Refusal::EmptyGeometry)?.0;
     let mut heights: Vec<u32> = (1..=sh).map(|n| sh.div_ceil(n)).collect();
     heights.dedup();
     if opcode != DotOpcode::Conv {
@@ -214,7 +215,7 @@ pub(crate) fn choose_chunked(
     s: &Sizes,
     budget: u64,
     chunk: Option<u64>,
-) -> Result<Option<Choice>, String> {
+) -> Result<Option<Choice>, Refusal> {
     let resident = s.in_row == 0 && s.out_row == 0;
     if let Some(c) = chunk.filter(|_| resident) {
         let capped = budget.min(s.fixed + 2 * c.max(s.block));
@@ -227,7 +228,11 @@ pub(crate) fn choose_chunked(
 
 /// The smallest working set of a layer: every activation spilled, one row band, one
 /// weight group, no double buffering.
-pub(crate) fn min_working_set(t: &DotProduct, opcode: DotOpcode, s: &Sizes) -> Result<u64, String> {
+pub(crate) fn min_working_set(
+    t: &DotProduct,
+    opcode: DotOpcode,
+    s: &Sizes,
+) -> Result<u64, Refusal> {
     let bs = bands(t, opcode, 1)?;
     let (stream, fixed, _) = cost(&bs, 1, s);
     Ok(stream + fixed)
@@ -268,7 +273,7 @@ pub(crate) fn dot_split(
     out: Src,
     choice: Choice,
     mnemonic: &str,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let name = walk.g.node(d.id).name.clone();
     let cols = walk.hw.mac_cols;
     let groups = d.t.out_c.div_ceil(cols);
@@ -380,9 +385,9 @@ pub(crate) fn split_sizes(
     opcode: DotOpcode,
     x: &Src,
     p: &DotParams,
-) -> Result<Option<Sizes>, String> {
+) -> Result<Option<Sizes>, Refusal> {
     let node = walk.g.node(id);
-    let out = Act::of(&node.name, &node.outputs[0]).map_err(|e| e.detail())?;
+    let out = Act::of(&node.name, &node.outputs[0]).map_err(Refusal::from)?;
     let tables = 4 * p.bias.len() as u64 + 16 * p.entries.len() as u64;
     let (block, groups) = (u64::from(p.block), t.out_c.div_ceil(walk.hw.mac_cols));
     let xa = x.act();

@@ -6,6 +6,7 @@
 use crate::base::job::{BufId, JobKind, Loc};
 use crate::base::spill_state::{SplitLayer, Src};
 use crate::base::walk::{LayerTiles, Walk};
+use crate::error::Refusal;
 use crate::place::spill;
 use nnac_ir::{NnaOp, NodeId, Op};
 
@@ -76,7 +77,7 @@ pub(crate) fn px_split(
     out: Src,
     table: Option<BufId>,
     job: impl Fn(u32, &[BandOperand], BandOperand) -> Vec<JobKind>,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let name = walk.g.node(id).name.clone();
     let o = out.act().clone();
     let broadcast = |a: &crate::base::act::Act| a.broadcast_over(&o);
@@ -197,11 +198,11 @@ pub(crate) fn px_split(
 
 /// The output of a pixel-wise layer: as [`crate::place::spill::split_output`] when it runs in
 /// bands, else a resident buffer (spilled whole after the layer if planned).
-pub(crate) fn px_output(walk: &mut Walk<'_>, id: NodeId) -> Result<Src, String> {
+pub(crate) fn px_output(walk: &mut Walk<'_>, id: NodeId) -> Result<Src, Refusal> {
     if walk.out.sp.px_split {
         spill::split_output(walk, id)
     } else {
-        Ok(Src::Sram(walk.define(id).map_err(|e| e.detail())?))
+        Ok(Src::Sram(walk.define(id).map_err(Refusal::from)?))
     }
 }
 
