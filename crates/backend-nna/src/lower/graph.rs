@@ -249,6 +249,19 @@ pub(crate) fn reshape<'g>(walk: &mut Walk<'g>, id: NodeId) -> Result<(), Refusal
 }
 
 fn input<'g>(walk: &mut Walk<'g>, id: NodeId) -> Result<(), BackendError> {
+    // An input no NNA op reads, or one that cannot be an NNA activation (another
+    // rank, a batch): the NNA ops reading the latter are refused in turn and the
+    // partitioner moves them to the host.
+    let node = walk.g.node(id);
+    let odd = matches!(
+        Act::of(&node.name, &node.outputs[0]),
+        Err(BackendError::Unsupported(_))
+    );
+    if odd || !host::needs_sram(walk, id) {
+        let name = walk.g.node(id).name.clone();
+        return host::dram_input(walk, id)
+            .map_err(|r| BackendError::Unsupported(vec![UnsupportedNode::new(name, r)]));
+    }
     if walk.out.sp.plan.spilled.contains(&id) {
         let name = walk.g.node(id).name.clone();
         let act = Act::of(&name, &walk.g.node(id).outputs[0])?;

@@ -73,7 +73,7 @@ fn code_desc(name: &str, t: &TensorType, layout: IoLayout) -> Result<IoDesc, Ref
 }
 
 /// True if some user of `id`'s value reads it from SRAM (an NNA op).
-fn needs_sram(walk: &Walk<'_>, id: NodeId) -> bool {
+pub(crate) fn needs_sram(walk: &Walk<'_>, id: NodeId) -> bool {
     walk.g.users(Value::new(id, 0)).iter().any(|&(u, _)| {
         !matches!(
             walk.g.node(u).op,
@@ -304,6 +304,20 @@ pub(crate) fn host_op(walk: &mut Walk<'_>, id: NodeId, op: &Op) -> Result<(), Re
         mnemonic: format!("HOST {}", op.mnemonic()),
         tiles: 0,
     });
+    Ok(())
+}
+
+/// A graph input that only host ops (and reshapes) read: it stays in its DRAM I/O
+/// tensor, dense, and the host ops read it there (no DMA into SRAM and back), so an
+/// input of any rank the host ops take compiles.
+pub(crate) fn dram_input(walk: &mut Walk<'_>, id: NodeId) -> Result<(), Refusal> {
+    let node = walk.g.node(id);
+    let desc = code_desc(&node.name, &node.outputs[0], IoLayout::Dense)?;
+    let k = walk.out.io.len();
+    walk.out.io.push(desc.clone());
+    walk.io_jobs.push(Vec::new());
+    let tensor = walk.host.tensor(DramRef::Io(k));
+    walk.host.vals.insert(id, DramVal { tensor, desc });
     Ok(())
 }
 
