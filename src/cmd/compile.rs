@@ -86,6 +86,7 @@ fn draw_progress(e: ProgressEvent) {
         ProgressEvent::Report { frames, layers } => {
             format!("measuring int8 vs float: {layers} layers on {frames} frame(s) ...")
         }
+        ProgressEvent::Stage { name } => format!("{name} ..."),
     };
     eprint!("\r\x1b[K{line}");
 }

@@ -78,6 +78,11 @@ pub fn compile_and_lower(
         let mut compiled = nnac_passes::compile_graph(graph.clone(), frames, &opts)
             .map_err(PartitionError::Passes)?;
         opts.calib_stats = opts.calib_stats.take().or_else(|| compiled.stats.clone());
+        if let Some(p) = &opts.progress {
+            p.report(nnac_passes::ProgressEvent::Stage {
+                name: "lowering to the NNA",
+            });
+        }
         let lowered = match nnac_backend_nna::lower(&compiled.graph, hw, be_opts) {
             Ok(ok) => Ok(ok),
             Err(BackendError::Unsupported(list)) => {

@@ -10,6 +10,9 @@ pub enum ProgressEvent {
     Calibrate { done: usize, total: usize },
     /// The quantization report (int8 vs float on the calibration frames) started.
     Report { frames: usize, layers: usize },
+    /// A stage started: a pass of the pipeline (its name), `quantize`, or, reported
+    /// by the callers of the pipeline, lowering and encoding.
+    Stage { name: &'static str },
 }
 
 /// A callback told about [`ProgressEvent`]s (the CLI draws a progress bar).

@@ -152,6 +152,13 @@ impl<'a> Runner<'a> {
         }
     }
 
+    /// Tells the progress display that `name` starts.
+    fn stage(&self, name: &'static str) {
+        if let Some(p) = &self.opts.progress {
+            p.report(crate::ProgressEvent::Stage { name });
+        }
+    }
+
     fn check(&mut self, g: &Graph, stage: &str) -> Result<(), PassError> {
         if cfg!(debug_assertions) || self.opts.verify_each {
             nnac_ir::verify(g).map_err(|errs| PassError::Verify {
@@ -205,6 +212,7 @@ impl<'a> Runner<'a> {
 
     fn run(&mut self, g: &mut Graph, passes: &[Pass]) -> Result<(), PassError> {
         for p in passes {
+            self.stage(p.name);
             self.ctx.pass = p.name.to_string();
             let t = Instant::now();
             (p.run)(g, &mut self.ctx)?;
@@ -302,6 +310,7 @@ pub fn compile_graph(
             }
             (None, None) => unreachable!("not measured: calibrated early; measured: copied"),
         };
+        r.stage(QUANTIZE);
         let t = Instant::now();
         let quantized =
             quant::quantize(&mut g, &r.ctx, &stats, opts.calib_method, opts.percentile)?;
