@@ -2,7 +2,7 @@
 //! readers (words, numbers, strings, value references, attribute records) and
 //! positions for error messages.
 
-use crate::op_text::{AVal, DecodeError, Rec};
+use crate::attr::{AVal, AttrError, Rec};
 use crate::parse::ParseError;
 use crate::text::is_bare_char;
 
@@ -57,12 +57,12 @@ impl<'a> Cur<'a> {
         self.loc().err(msg)
     }
 
-    pub fn decode_err(&self, e: DecodeError) -> ParseError {
+    pub fn decode_err(&self, e: AttrError) -> ParseError {
         let l = self.at(e.pos);
         ParseError {
             line: l.line,
             col: l.col,
-            msg: e.msg,
+            msg: e.to_string(),
         }
     }
 

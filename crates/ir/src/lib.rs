@@ -6,6 +6,7 @@
 //! passes, reference interpreters, the backend — works on this IR only; importers
 //! are the only code that knows ONNX or Caffe.
 
+mod attr;
 mod dot;
 mod dtype;
 mod equal;
@@ -15,16 +16,17 @@ pub mod infer;
 mod lex;
 mod nna_op;
 mod op;
-mod op_decode;
 mod op_line;
-mod op_text;
+mod op_table;
 mod parse;
 mod quant;
+mod tagged;
 mod tensor;
 mod tensor_type;
 mod text;
 pub mod verify;
 
+pub use attr::{AttrError, AttrErrorKind};
 pub use dot::{quote as dot_quote, to_dot};
 pub use dtype::DType;
 pub use equal::graphs_equal;

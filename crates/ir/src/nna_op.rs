@@ -228,20 +228,9 @@ impl PoolStage {
 }
 
 impl NnaOp {
+    /// The op's mnemonic (from the op table).
     pub fn mnemonic(&self) -> &'static str {
-        match self {
-            NnaOp::Dot(d) => match d.kind {
-                DotKind::Conv(_) => "nna.conv",
-                DotKind::Deconv(_) => "nna.deconv",
-                DotKind::Inner => "nna.inner",
-            },
-            NnaOp::Scale(_) => "nna.scale",
-            NnaOp::Eltwise(_) => "nna.eltwise",
-            NnaOp::Concat { .. } => "nna.concat",
-            NnaOp::ChannelShuffle { .. } => "nna.channel_shuffle",
-            NnaOp::Upsample { .. } => "nna.upsample",
-            NnaOp::Host(_) => "nna.host",
-        }
+        crate::tagged::Tagged::tag(self)
     }
 
     pub fn arity(&self) -> (usize, usize) {

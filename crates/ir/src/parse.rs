@@ -4,10 +4,10 @@
 //! nesting depth, numbers and data sizes are all checked. References may point
 //! forward (a cyclic graph prints and parses back; the verifier reports the cycle).
 
+use crate::attr::Rec;
 use crate::lex::{Cur, Loc, Ref};
-use crate::op_decode::{decode, decode_quant};
-use crate::op_text::Rec;
-use crate::{DType, Graph, Op, Tensor, TensorData, TensorType, Value};
+use crate::tagged::decode_tag;
+use crate::{DType, Graph, Op, Quant, Tensor, TensorData, TensorType, Value};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -146,7 +146,7 @@ fn node_stmt(c: &mut Cur) -> Result<NodeStmt, ParseError> {
         Rec::default()
     };
     rec.pos = op_pos;
-    let op = decode(&mnemonic, rec).map_err(|e| c.decode_err(e))?;
+    let op = decode_tag::<Op>(&mnemonic, &rec).map_err(|e| c.decode_err(e))?;
     c.expect_str("->")?;
     let outputs = output_types(c)?;
     Ok(NodeStmt {
@@ -189,7 +189,7 @@ fn tensor_type(c: &mut Cur) -> Result<TensorType, ParseError> {
         }
         let mut rec = c.record(0)?;
         rec.pos = save;
-        t.quant = Some(decode_quant(&w, rec).map_err(|e| c.decode_err(e))?);
+        t.quant = Some(decode_tag::<Quant>(&w, &rec).map_err(|e| c.decode_err(e))?);
     }
     Ok(t)
 }
