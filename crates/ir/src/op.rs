@@ -131,18 +131,23 @@ impl QdqAttrs {
 
     /// How many entries `scales` and `zero_points` need for an input of `shape`, or
     /// why the parameters do not fit it.
-    pub fn check(&self, shape: &[usize]) -> Result<(), String> {
+    pub fn check(&self, shape: &[usize]) -> Result<(), crate::ShapeError> {
         let want = match self.axis {
             None => 1,
             Some(a) if a < shape.len() => shape[a],
-            Some(a) => return Err(format!("axis {a} is out of range for rank {}", shape.len())),
+            Some(a) => {
+                return Err(crate::ShapeError::QdqAxis {
+                    axis: a,
+                    rank: shape.len(),
+                })
+            }
         };
         if self.scales.len() != want || self.zero_points.len() != want {
-            return Err(format!(
-                "{} scales and {} zero points for {want} channels",
-                self.scales.len(),
-                self.zero_points.len()
-            ));
+            return Err(crate::ShapeError::QdqCount {
+                scales: self.scales.len(),
+                zero_points: self.zero_points.len(),
+                channels: want,
+            });
         }
         Ok(())
     }
