@@ -212,7 +212,12 @@ fn compute<'g>(
             .check(&type_refs, &node.outputs)
             .map(|()| node.outputs[0].shape.clone())
             .map_err(|e| err(e.into()))?,
-        op => infer_types(op, &type_refs).map_err(|e| err(e.into()))?.remove(0).shape,
+        op => {
+            infer_types(op, &type_refs)
+                .map_err(|e| err(e.into()))?
+                .remove(0)
+                .shape
+        }
     };
     if out_shape != node.outputs[0].shape {
         return Err(err(format!(

@@ -614,7 +614,18 @@ fn shape_errors_are_typed() {
         "input channels 4 do not match weight [6, 3, 3, 3] with group 1"
     );
     let e = infer::infer_types(&conv, &[&x]).unwrap_err();
-    assert!(matches!(e, ShapeError::Arity { op: "conv", min: 2, max: 3, got: 1 }), "{e}");
+    assert!(
+        matches!(
+            e,
+            ShapeError::Arity {
+                op: "conv",
+                min: 2,
+                max: 3,
+                got: 1
+            }
+        ),
+        "{e}"
+    );
     assert_eq!(e.to_string(), "conv takes 2 to 3 inputs, got 1");
     assert_eq!(
         infer::broadcast(&[2, 3], &[4]),
