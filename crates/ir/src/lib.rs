@@ -5,6 +5,24 @@
 //! [`Tensor`]s stored once. All shapes are concrete (batch 1). Every later stage —
 //! passes, reference interpreters, the backend — works on this IR only; importers
 //! are the only code that knows ONNX or Caffe.
+//!
+//! # Ops are declared once
+//!
+//! `op_table.rs` lists every op (and every enum inside op attributes) with its
+//! mnemonic and its typed attributes in printing order; the printer ([`print()`],
+//! [`op_to_text`], [`to_dot`]), the parser ([`parse()`], [`parse_op`]), the parser's
+//! attribute checks and [`Op::mnemonic`] are generated from it by the `tagged!` macro
+//! (`tagged.rs`; attribute value types in `attr.rs`). To add an op: add the variant to
+//! [`Op`] (or [`NnaOp`]), add one table entry, then its semantic code — [`Op::arity`],
+//! shape inference ([`infer::infer_types`]) and the float evaluation in `nnac-interp`.
+//! The table's tests check that every entry round-trips and that every variant has an
+//! entry.
+//!
+//! # Errors
+//!
+//! Typed, with the location: [`ParseError`] (line, column, node; [`ParseErrorKind`],
+//! attribute records [`AttrErrorKind`]), [`ShapeError`] and [`NnaTypeError`] (the rule
+//! an op's inputs break), [`VerifyError`] (node and [`Invariant`]), [`IrError`] (node).
 
 mod attr;
 mod dot;

@@ -272,7 +272,7 @@ pub struct ResizeAttrs {
 
 impl Op {
     /// A short lowercase mnemonic for dumps and error messages (from the op table,
-    /// [`crate::op_table`]).
+    /// `op_table.rs`).
     pub fn mnemonic(&self) -> &'static str {
         crate::tagged::Tagged::tag(self)
     }
