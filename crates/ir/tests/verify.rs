@@ -639,7 +639,7 @@ fn shape_errors_are_typed() {
         Err(ShapeError::TooManyElements { .. })
     ));
     let shuffle = NnaOp::ChannelShuffle { groups: 3 };
-    let e = shuffle.check(&[&x], &[x.clone()]).unwrap_err();
+    let e = shuffle.check(&[&x], std::slice::from_ref(&x)).unwrap_err();
     assert_eq!(
         e,
         NnaTypeError::ShuffleGroups {
