@@ -211,8 +211,13 @@ fn compute<'g>(
         Op::Nna(n) => n
             .check(&type_refs, &node.outputs)
             .map(|()| node.outputs[0].shape.clone())
-            .map_err(&err)?,
-        op => infer_types(op, &type_refs).map_err(&err)?.remove(0).shape,
+            .map_err(|e| err(e.into()))?,
+        op => {
+            infer_types(op, &type_refs)
+                .map_err(|e| err(e.into()))?
+                .remove(0)
+                .shape
+        }
     };
     if out_shape != node.outputs[0].shape {
         return Err(err(format!(

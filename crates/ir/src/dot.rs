@@ -7,7 +7,7 @@
 //! their consumers' labels (`in1: const f32[64x3x7x7]`) so that big graphs stay
 //! readable. The output is deterministic.
 
-use crate::op_text::encode;
+use crate::tagged::Tagged;
 use crate::text::{dims_text, write_type};
 use crate::{Graph, NodeId, Op, TensorData, Value};
 use std::collections::BTreeMap;
@@ -107,7 +107,7 @@ fn write_node(out: &mut String, g: &Graph, id: NodeId, dot_id: &str) {
 
 /// The op mnemonic, then its attributes wrapped into lines.
 fn op_lines(op: &Op) -> Vec<String> {
-    let (mnemonic, rec) = encode(op);
+    let (mnemonic, rec) = op.encode();
     let mut lines = vec![mnemonic.to_string()];
     let mut cur = String::new();
     for (k, _, v) in &rec.entries {

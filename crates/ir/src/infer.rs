@@ -1,24 +1,24 @@
 //! Shape inference: the output types of an op from its input types. One function per
 //! op family; used by importers (`Graph::add_node`) and by the verifier.
 
-use crate::{ConvAttrs, ConvTransposeAttrs, GemmAttrs, Op, PoolAttrs, TensorType};
+use crate::{ConvAttrs, ConvTransposeAttrs, GemmAttrs, Op, PoolAttrs, ShapeError, TensorType};
 
-type R = Result<Vec<TensorType>, String>;
+type R = Result<Vec<TensorType>, ShapeError>;
 
 /// Output types of `op` applied to inputs of types `ins`.
 pub fn infer_types(op: &Op, ins: &[&TensorType]) -> R {
     let (lo, hi) = op.arity();
     if ins.len() < lo || ins.len() > hi {
-        return Err(format!(
-            "{} takes {} inputs, got {}",
-            op.mnemonic(),
-            arity_str(lo, hi),
-            ins.len()
-        ));
+        return Err(ShapeError::Arity {
+            op: op.mnemonic(),
+            min: lo,
+            max: hi,
+            got: ins.len(),
+        });
     }
     match op {
-        Op::Input | Op::Constant(_) => Err("inputs and constants carry their own type".into()),
-        Op::Nna(_) => Err("NNA ops carry explicit types (checked by NnaOp::check)".into()),
+        Op::Input | Op::Constant(_) => Err(ShapeError::OwnType),
+        Op::Nna(_) => Err(ShapeError::ExplicitType),
         Op::Conv(a) => conv(a, ins),
         Op::ConvTranspose(a) => conv_transpose(a, ins),
         Op::Gemm(a) => gemm(a, ins),
@@ -33,10 +33,10 @@ pub fn infer_types(op: &Op, ins: &[&TensorType]) -> R {
         Op::PRelu => {
             let s = broadcast(&ins[0].shape, &ins[1].shape)?;
             if s != ins[0].shape {
-                return Err(format!(
-                    "prelu slope {:?} does not broadcast to input {:?}",
-                    ins[1].shape, ins[0].shape
-                ));
+                return Err(ShapeError::PreluSlope {
+                    slope: ins[1].shape.clone(),
+                    input: ins[0].shape.clone(),
+                });
             }
             Ok(vec![ins[0].clone()])
         }
@@ -54,33 +54,36 @@ pub fn infer_types(op: &Op, ins: &[&TensorType]) -> R {
         }
         Op::Reshape { shape } => {
             if checked_numel(shape) != checked_numel(&ins[0].shape) {
-                return Err(format!(
-                    "cannot reshape {:?} ({} elements) to {:?}",
-                    ins[0].shape,
-                    ins[0].numel(),
-                    shape
-                ));
+                return Err(ShapeError::Reshape {
+                    from: ins[0].shape.clone(),
+                    numel: ins[0].numel(),
+                    to: shape.clone(),
+                });
             }
             Ok(vec![TensorType::new(ins[0].dtype, shape.clone())])
         }
         Op::Slice { axes, starts, ends } => {
             let mut shape = ins[0].shape.clone();
             if axes.len() != starts.len() || axes.len() != ends.len() {
-                return Err("slice axes, starts and ends differ in length".into());
+                return Err(ShapeError::SliceLengths { strided: false });
             }
             let mut seen = vec![false; shape.len()];
             for ((&a, &s), &e) in axes.iter().zip(starts).zip(ends) {
                 if a >= shape.len() || std::mem::replace(&mut seen[a], true) {
-                    return Err(format!(
-                        "slice axes {axes:?} are not distinct axes of rank {}",
-                        shape.len()
-                    ));
+                    return Err(ShapeError::SliceAxes {
+                        strided: false,
+                        axes: axes.clone(),
+                        rank: shape.len(),
+                    });
                 }
                 if s >= e || e > shape[a] {
-                    return Err(format!(
-                        "slice {s}..{e} of axis {a} (size {}) is empty or out of range",
-                        shape[a]
-                    ));
+                    return Err(ShapeError::SliceRange {
+                        start: s,
+                        end: e,
+                        step: None,
+                        axis: a,
+                        size: shape[a],
+                    });
                 }
                 shape[a] = e - s;
             }
@@ -94,22 +97,26 @@ pub fn infer_types(op: &Op, ins: &[&TensorType]) -> R {
         } => {
             let mut shape = ins[0].shape.clone();
             if axes.len() != starts.len() || axes.len() != ends.len() || axes.len() != steps.len() {
-                return Err("strided slice axes, starts, ends and steps differ in length".into());
+                return Err(ShapeError::SliceLengths { strided: true });
             }
             let mut seen = vec![false; shape.len()];
             for k in 0..axes.len() {
                 let (a, s, e, st) = (axes[k], starts[k], ends[k], steps[k]);
                 if a >= shape.len() || std::mem::replace(&mut seen[a], true) {
-                    return Err(format!(
-                        "strided slice axes {axes:?} are not distinct axes of rank {}",
-                        shape.len()
-                    ));
+                    return Err(ShapeError::SliceAxes {
+                        strided: true,
+                        axes: axes.clone(),
+                        rank: shape.len(),
+                    });
                 }
                 if st == 0 || s >= e || e > shape[a] {
-                    return Err(format!(
-                        "strided slice {s}..{e} step {st} of axis {a} (size {}) is empty or out of range",
-                        shape[a]
-                    ));
+                    return Err(ShapeError::SliceRange {
+                        start: s,
+                        end: e,
+                        step: Some(st),
+                        axis: a,
+                        size: shape[a],
+                    });
                 }
                 shape[a] = (e - s).div_ceil(st);
             }
@@ -122,24 +129,24 @@ pub fn infer_types(op: &Op, ins: &[&TensorType]) -> R {
                     .iter()
                     .any(|&p| p >= seen.len() || std::mem::replace(&mut seen[p], true))
             {
-                return Err(format!(
-                    "transpose perm {:?} is not a permutation of rank {}",
-                    perm,
-                    ins[0].rank()
-                ));
+                return Err(ShapeError::Perm {
+                    perm: perm.clone(),
+                    rank: ins[0].rank(),
+                });
             }
             let shape = perm.iter().map(|&p| ins[0].shape[p]).collect();
             Ok(vec![TensorType::new(ins[0].dtype, shape)])
         }
         Op::Resize(a) => {
             if a.sizes.len() != ins[0].rank() || a.scales.len() != ins[0].rank() {
-                return Err(format!(
-                    "resize sizes/scales must have rank {}",
-                    ins[0].rank()
-                ));
+                return Err(ShapeError::ResizeRank {
+                    rank: ins[0].rank(),
+                });
             }
             if a.sizes.contains(&0) {
-                return Err(format!("resize to an empty shape {:?}", a.sizes));
+                return Err(ShapeError::ResizeEmpty {
+                    sizes: a.sizes.clone(),
+                });
             }
             Ok(vec![TensorType::new(ins[0].dtype, a.sizes.clone())])
         }
@@ -154,11 +161,10 @@ pub fn infer_types(op: &Op, ins: &[&TensorType]) -> R {
         Op::Pad { pads, .. } => {
             let r = ins[0].rank();
             if pads.len() != 2 * r {
-                return Err(format!(
-                    "pad needs {} pad values, got {}",
-                    2 * r,
-                    pads.len()
-                ));
+                return Err(ShapeError::PadCount {
+                    needed: 2 * r,
+                    got: pads.len(),
+                });
             }
             let shape = (0..r)
                 .map(|i| {
@@ -167,34 +173,29 @@ pub fn infer_types(op: &Op, ins: &[&TensorType]) -> R {
                         .checked_add(pads[i + r])
                 })
                 .collect::<Option<Vec<usize>>>()
-                .ok_or_else(|| format!("pads {pads:?} overflow the shape {:?}", ins[0].shape))?;
+                .ok_or_else(|| ShapeError::PadOverflow {
+                    pads: pads.clone(),
+                    shape: ins[0].shape.clone(),
+                })?;
             Ok(vec![TensorType::new(ins[0].dtype, shape)])
         }
     }
 }
 
-fn arity_str(lo: usize, hi: usize) -> String {
-    match (lo, hi) {
-        (l, h) if l == h => l.to_string(),
-        (l, usize::MAX) => format!("at least {l}"),
-        (l, h) => format!("{l} to {h}"),
-    }
-}
-
-fn check_axis(axis: usize, rank: usize) -> Result<(), String> {
+fn check_axis(axis: usize, rank: usize) -> Result<(), ShapeError> {
     if axis >= rank {
-        return Err(format!("axis {axis} out of range for rank {rank}"));
+        return Err(ShapeError::Axis { axis, rank });
     }
     Ok(())
 }
 
 /// An activation `[1, C, spatial...]` with at least one spatial axis.
-fn spatial_input<'a>(x: &'a TensorType, what: &str) -> Result<&'a TensorType, String> {
+fn spatial_input<'a>(x: &'a TensorType, op: &'static str) -> Result<&'a TensorType, ShapeError> {
     if x.rank() < 3 {
-        return Err(format!(
-            "{what} needs an input of rank >= 3 (N, C, spatial...), got {:?}",
-            x.shape
-        ));
+        return Err(ShapeError::SpatialInput {
+            op,
+            shape: x.shape.clone(),
+        });
     }
     Ok(x)
 }
@@ -205,14 +206,18 @@ fn check_spatial_attrs(
     strides: &[usize],
     pads: &[usize],
     dilations: &[usize],
-) -> Result<(), String> {
+) -> Result<(), ShapeError> {
     if kernel.len() != n || strides.len() != n || dilations.len() != n || pads.len() != 2 * n {
-        return Err(format!(
-            "attributes do not match {n} spatial axes (kernel {kernel:?}, strides {strides:?}, pads {pads:?}, dilations {dilations:?})"
-        ));
+        return Err(ShapeError::SpatialAttrs {
+            axes: n,
+            kernel: kernel.to_vec(),
+            strides: strides.to_vec(),
+            pads: pads.to_vec(),
+            dilations: dilations.to_vec(),
+        });
     }
     if kernel.contains(&0) || strides.contains(&0) || dilations.contains(&0) {
-        return Err("kernel, strides and dilations must be positive".into());
+        return Err(ShapeError::ZeroWindow);
     }
     Ok(())
 }
@@ -227,11 +232,13 @@ fn window_out(
     pe: usize,
     d: usize,
     ceil: bool,
-) -> Result<usize, String> {
-    let overflow = || {
-        format!(
-            "window arithmetic overflows (input {input}, kernel {k}, pads {pb}/{pe}, dilation {d})"
-        )
+) -> Result<usize, ShapeError> {
+    let overflow = || ShapeError::WindowOverflow {
+        input,
+        kernel: k,
+        pad_begin: pb,
+        pad_end: pe,
+        dilation: d,
     };
     let padded = input
         .checked_add(pb)
@@ -242,9 +249,10 @@ fn window_out(
         .and_then(|v| v.checked_add(1))
         .ok_or_else(overflow)?;
     if padded < eff {
-        return Err(format!(
-            "window {eff} is larger than the padded input {padded}"
-        ));
+        return Err(ShapeError::WindowTooLarge {
+            window: eff,
+            padded,
+        });
     }
     let span = padded - eff;
     let mut out = if ceil {
@@ -268,25 +276,24 @@ fn conv(a: &ConvAttrs, ins: &[&TensorType]) -> R {
     let n = x.rank() - 2;
     check_spatial_attrs(n, &a.kernel, &a.strides, &a.pads, &a.dilations)?;
     if w.rank() != x.rank() {
-        return Err(format!(
-            "weight rank {} does not match input rank {}",
-            w.rank(),
-            x.rank()
-        ));
+        return Err(ShapeError::WeightRank {
+            weight: w.rank(),
+            input: x.rank(),
+        });
     }
     let (m, cg) = (w.shape[0], w.shape[1]);
     if a.group == 0 || Some(x.shape[1]) != cg.checked_mul(a.group) || m % a.group != 0 {
-        return Err(format!(
-            "input channels {} do not match weight {:?} with group {}",
-            x.shape[1], w.shape, a.group
-        ));
+        return Err(ShapeError::ConvChannels {
+            channels: x.shape[1],
+            weight: w.shape.clone(),
+            group: a.group,
+        });
     }
     if w.shape[2..] != a.kernel[..] {
-        return Err(format!(
-            "weight spatial shape {:?} does not match kernel {:?}",
-            &w.shape[2..],
-            a.kernel
-        ));
+        return Err(ShapeError::WeightKernel {
+            weight: w.shape[2..].to_vec(),
+            kernel: a.kernel.clone(),
+        });
     }
     check_bias(ins.get(2), m)?;
     let mut shape = vec![x.shape[0], m];
@@ -304,9 +311,12 @@ fn conv(a: &ConvAttrs, ins: &[&TensorType]) -> R {
     Ok(vec![TensorType::new(x.dtype, shape)])
 }
 
-fn check_bias(b: Option<&&TensorType>, m: usize) -> Result<(), String> {
+fn check_bias(b: Option<&&TensorType>, m: usize) -> Result<(), ShapeError> {
     match b {
-        Some(b) if b.shape != [m] => Err(format!("bias shape {:?} should be [{m}]", b.shape)),
+        Some(b) if b.shape != [m] => Err(ShapeError::Bias {
+            shape: b.shape.clone(),
+            channels: m,
+        }),
         _ => Ok(()),
     }
 }
@@ -316,28 +326,31 @@ fn conv_transpose(a: &ConvTransposeAttrs, ins: &[&TensorType]) -> R {
     let n = x.rank() - 2;
     check_spatial_attrs(n, &a.kernel, &a.strides, &a.pads, &a.dilations)?;
     if a.output_padding.len() != n {
-        return Err(format!(
-            "output_padding {:?} does not match {n} spatial axes",
-            a.output_padding
-        ));
+        return Err(ShapeError::OutputPadding {
+            output_padding: a.output_padding.clone(),
+            axes: n,
+        });
     }
     if w.rank() != x.rank() || w.shape[0] != x.shape[1] || a.group == 0 || x.shape[1] % a.group != 0
     {
-        return Err(format!(
-            "weight {:?} does not match input {:?} with group {}",
-            w.shape, x.shape, a.group
-        ));
+        return Err(ShapeError::DeconvWeight {
+            weight: w.shape.clone(),
+            input: x.shape.clone(),
+            group: a.group,
+        });
     }
     if w.shape[2..] != a.kernel[..] {
-        return Err(format!(
-            "weight spatial shape {:?} does not match kernel {:?}",
-            &w.shape[2..],
-            a.kernel
-        ));
+        return Err(ShapeError::WeightKernel {
+            weight: w.shape[2..].to_vec(),
+            kernel: a.kernel.clone(),
+        });
     }
     let m = w.shape[1]
         .checked_mul(a.group)
-        .ok_or_else(|| format!("weight {:?} with group {} overflows", w.shape, a.group))?;
+        .ok_or_else(|| ShapeError::DeconvChannels {
+            weight: w.shape.clone(),
+            group: a.group,
+        })?;
     check_bias(ins.get(2), m)?;
     let mut shape = vec![x.shape[0], m];
     for i in 0..n {
@@ -346,18 +359,15 @@ fn conv_transpose(a: &ConvTransposeAttrs, ins: &[&TensorType]) -> R {
             .and_then(|v| v.checked_add(a.output_padding[i]))
             .and_then(|v| v.checked_add((a.kernel[i] - 1).checked_mul(a.dilations[i])?))
             .and_then(|v| v.checked_add(1))
-            .ok_or_else(|| {
-                format!(
-                    "conv_transpose output size of input {:?} is empty or overflows",
-                    x.shape
-                )
+            .ok_or_else(|| ShapeError::DeconvOutput {
+                input: x.shape.clone(),
             })?;
         let cut = a.pads[i].saturating_add(a.pads[n + i]);
         if full <= cut {
-            return Err(format!(
-                "pads {:?} remove the whole output of size {full}",
-                a.pads
-            ));
+            return Err(ShapeError::PadsRemoveOutput {
+                pads: a.pads.clone(),
+                full,
+            });
         }
         shape.push(full - cut);
     }
@@ -367,10 +377,10 @@ fn conv_transpose(a: &ConvTransposeAttrs, ins: &[&TensorType]) -> R {
 fn gemm(a: &GemmAttrs, ins: &[&TensorType]) -> R {
     let (ta, tb) = (ins[0], ins[1]);
     if ta.rank() != 2 || tb.rank() != 2 {
-        return Err(format!(
-            "gemm needs 2-D inputs, got {:?} and {:?}",
-            ta.shape, tb.shape
-        ));
+        return Err(ShapeError::GemmRank {
+            a: ta.shape.clone(),
+            b: tb.shape.clone(),
+        });
     }
     let (m, k) = if a.trans_a {
         (ta.shape[1], ta.shape[0])
@@ -383,18 +393,20 @@ fn gemm(a: &GemmAttrs, ins: &[&TensorType]) -> R {
         (tb.shape[0], tb.shape[1])
     };
     if k != k2 {
-        return Err(format!(
-            "gemm inner dimensions differ: {:?} x {:?}",
-            ta.shape, tb.shape
-        ));
+        return Err(ShapeError::InnerDims {
+            op: "gemm",
+            a: ta.shape.clone(),
+            b: tb.shape.clone(),
+        });
     }
     if let Some(c) = ins.get(2) {
         let s = broadcast(&[m, n], &c.shape)?;
         if s != [m, n] {
-            return Err(format!(
-                "gemm C {:?} does not broadcast to [{m}, {n}]",
-                c.shape
-            ));
+            return Err(ShapeError::GemmC {
+                c: c.shape.clone(),
+                m,
+                n,
+            });
         }
     }
     Ok(vec![TensorType::new(ta.dtype, vec![m, n])])
@@ -402,7 +414,7 @@ fn gemm(a: &GemmAttrs, ins: &[&TensorType]) -> R {
 
 fn matmul(a: &TensorType, b: &TensorType) -> R {
     if a.rank() == 0 || b.rank() == 0 {
-        return Err("matmul inputs must have rank >= 1".into());
+        return Err(ShapeError::MatMulRank);
     }
     let mut sa = a.shape.clone();
     let mut sb = b.shape.clone();
@@ -415,10 +427,11 @@ fn matmul(a: &TensorType, b: &TensorType) -> R {
     }
     let (ra, rb) = (sa.len(), sb.len());
     if sa[ra - 1] != sb[rb - 2] {
-        return Err(format!(
-            "matmul inner dimensions differ: {:?} x {:?}",
-            a.shape, b.shape
-        ));
+        return Err(ShapeError::InnerDims {
+            op: "matmul",
+            a: a.shape.clone(),
+            b: b.shape.clone(),
+        });
     }
     let mut shape = broadcast(&sa[..ra - 2], &sb[..rb - 2])?;
     if !va {
@@ -433,16 +446,17 @@ fn matmul(a: &TensorType, b: &TensorType) -> R {
 fn batch_norm(ins: &[&TensorType]) -> R {
     let x = ins[0];
     if x.rank() < 2 {
-        return Err(format!("batch_norm needs rank >= 2, got {:?}", x.shape));
+        return Err(ShapeError::BatchNormRank {
+            shape: x.shape.clone(),
+        });
     }
     for (i, p) in ins[1..].iter().enumerate() {
         if p.shape != [x.shape[1]] {
-            return Err(format!(
-                "batch_norm parameter {} has shape {:?}, expected [{}]",
-                i + 1,
-                p.shape,
-                x.shape[1]
-            ));
+            return Err(ShapeError::BatchNormParam {
+                index: i + 1,
+                shape: p.shape.clone(),
+                channels: x.shape[1],
+            });
         }
     }
     Ok(vec![x.clone()])
@@ -456,14 +470,15 @@ fn concat(axis: usize, ins: &[&TensorType]) -> R {
         let same_rest = t.rank() == first.rank()
             && (0..first.rank()).all(|i| i == axis || t.shape[i] == first.shape[i]);
         if !same_rest {
-            return Err(format!(
-                "concat inputs {:?} and {:?} differ off axis {axis}",
-                first.shape, t.shape
-            ));
+            return Err(ShapeError::ConcatShapes {
+                a: first.shape.clone(),
+                b: t.shape.clone(),
+                axis,
+            });
         }
         shape[axis] = shape[axis]
             .checked_add(t.shape[axis])
-            .ok_or("concat size overflows")?;
+            .ok_or(ShapeError::ConcatOverflow)?;
     }
     Ok(vec![TensorType::new(first.dtype, shape)])
 }
@@ -476,10 +491,10 @@ fn pool(a: &PoolAttrs, x: &TensorType) -> R {
     for i in 0..n {
         let window = a.kernel[i].saturating_mul(a.dilations[i]);
         if a.pads[i] >= window || a.pads[n + i] >= window {
-            return Err(format!(
-                "pads {:?} must be smaller than the window {:?}",
-                a.pads, a.kernel
-            ));
+            return Err(ShapeError::PoolPads {
+                pads: a.pads.clone(),
+                kernel: a.kernel.clone(),
+            });
         }
         shape.push(window_out(
             x.shape[2 + i],
@@ -500,7 +515,7 @@ fn checked_numel(shape: &[usize]) -> Option<usize> {
 }
 
 /// numpy multidirectional broadcasting of two shapes.
-pub fn broadcast(a: &[usize], b: &[usize]) -> Result<Vec<usize>, String> {
+pub fn broadcast(a: &[usize], b: &[usize]) -> Result<Vec<usize>, ShapeError> {
     let r = a.len().max(b.len());
     let mut out = vec![0; r];
     for i in 0..r {
@@ -518,7 +533,12 @@ pub fn broadcast(a: &[usize], b: &[usize]) -> Result<Vec<usize>, String> {
             (x, y) if x == y => x,
             (1, y) => y,
             (x, 1) => x,
-            _ => return Err(format!("shapes {a:?} and {b:?} do not broadcast")),
+            _ => {
+                return Err(ShapeError::Broadcast {
+                    a: a.to_vec(),
+                    b: b.to_vec(),
+                })
+            }
         };
     }
     Ok(out)

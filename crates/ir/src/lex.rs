@@ -2,8 +2,8 @@
 //! readers (words, numbers, strings, value references, attribute records) and
 //! positions for error messages.
 
-use crate::op_text::{AVal, DecodeError, Rec};
-use crate::parse::ParseError;
+use crate::attr::{AVal, AttrError, Rec};
+use crate::parse_error::{ParseError, ParseErrorKind};
 use crate::text::is_bare_char;
 
 /// Deepest nesting of attribute values accepted (records inside records...).
@@ -17,11 +17,12 @@ pub(crate) struct Loc {
 }
 
 impl Loc {
-    pub fn err<T>(self, msg: impl Into<String>) -> Result<T, ParseError> {
+    pub fn err<T>(self, kind: ParseErrorKind) -> Result<T, ParseError> {
         Err(ParseError {
             line: self.line,
             col: self.col,
-            msg: msg.into(),
+            node: None,
+            kind,
         })
     }
 }
@@ -53,16 +54,17 @@ impl<'a> Cur<'a> {
         self.at(self.pos)
     }
 
-    pub fn here_err<T>(&self, msg: impl Into<String>) -> Result<T, ParseError> {
-        self.loc().err(msg)
+    pub fn here_err<T>(&self, kind: ParseErrorKind) -> Result<T, ParseError> {
+        self.loc().err(kind)
     }
 
-    pub fn decode_err(&self, e: DecodeError) -> ParseError {
+    pub fn decode_err(&self, e: AttrError) -> ParseError {
         let l = self.at(e.pos);
         ParseError {
             line: l.line,
             col: l.col,
-            msg: e.msg,
+            node: None,
+            kind: ParseErrorKind::Attr(e.kind),
         }
     }
 
@@ -97,7 +99,10 @@ impl<'a> Cur<'a> {
         let found = self
             .peek()
             .map_or("the end of the line".to_string(), |f| format!("'{f}'"));
-        self.here_err(format!("expected '{ch}', found {found}"))
+        self.here_err(ParseErrorKind::Expected {
+            what: format!("'{ch}'"),
+            found: Some(found),
+        })
     }
 
     pub fn expect_str(&mut self, s: &str) -> Result<(), ParseError> {
@@ -106,7 +111,7 @@ impl<'a> Cur<'a> {
             self.pos += s.len();
             return Ok(());
         }
-        self.here_err(format!("expected '{s}'"))
+        self.here_err(ParseErrorKind::expected(&format!("'{s}'")))
     }
 
     /// Nothing but whitespace may follow a statement.
@@ -115,7 +120,7 @@ impl<'a> Cur<'a> {
         if self.at_end() {
             Ok(())
         } else {
-            self.here_err("unexpected text after the statement")
+            self.here_err(ParseErrorKind::TrailingText)
         }
     }
 
@@ -134,7 +139,7 @@ impl<'a> Cur<'a> {
             .peek()
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         {
-            return self.here_err("expected a word");
+            return self.here_err(ParseErrorKind::expected("a word"));
         }
         Ok(self
             .take_while(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
@@ -150,13 +155,13 @@ impl<'a> Cur<'a> {
     pub fn string(&mut self) -> Result<String, ParseError> {
         self.skip_ws();
         if self.peek() != Some('"') {
-            return self.here_err("expected a double-quoted string");
+            return self.here_err(ParseErrorKind::expected("a double-quoted string"));
         }
         self.pos += 1;
         let mut out = String::new();
         loop {
             let Some(ch) = self.peek() else {
-                return self.here_err("unterminated string");
+                return self.here_err(ParseErrorKind::Unterminated("string"));
             };
             self.pos += ch.len_utf8();
             match ch {
@@ -171,7 +176,7 @@ impl<'a> Cur<'a> {
     pub fn escape(&mut self) -> Result<char, ParseError> {
         let at = self.at(self.pos.saturating_sub(1));
         let Some(ch) = self.peek() else {
-            return at.err("unterminated escape");
+            return at.err(ParseErrorKind::Unterminated("escape"));
         };
         self.pos += ch.len_utf8();
         Ok(match ch {
@@ -182,18 +187,18 @@ impl<'a> Cur<'a> {
             'r' => '\r',
             'u' => {
                 if self.peek() != Some('{') {
-                    return at.err("expected \\u{hex}");
+                    return at.err(ParseErrorKind::expected("\\u{hex}"));
                 }
                 self.pos += 1;
                 let hex = self.take_while(|c| c.is_ascii_hexdigit());
                 let c = u32::from_str_radix(hex, 16).ok().and_then(char::from_u32);
                 if self.peek() != Some('}') || c.is_none() {
-                    return at.err("invalid \\u{hex} escape");
+                    return at.err(ParseErrorKind::InvalidUnicodeEscape);
                 }
                 self.pos += 1;
                 c.unwrap_or('\0')
             }
-            c => return at.err(format!("unknown escape '\\{c}'")),
+            c => return at.err(ParseErrorKind::UnknownEscape(c)),
         })
     }
 
@@ -202,7 +207,7 @@ impl<'a> Cur<'a> {
         self.skip_ws();
         let loc = self.loc();
         if self.peek() != Some('%') {
-            return self.here_err("expected a value (%name)");
+            return self.here_err(ParseErrorKind::expected("a value (%name)"));
         }
         self.pos += 1;
         let name = if self.peek() == Some('"') {
@@ -210,7 +215,7 @@ impl<'a> Cur<'a> {
         } else {
             let n = self.take_while(is_bare_char);
             if n.is_empty() {
-                return self.here_err("expected a name after '%'");
+                return self.here_err(ParseErrorKind::expected("a name after '%'"));
             }
             n.to_string()
         };
@@ -221,7 +226,7 @@ impl<'a> Cur<'a> {
             let p = self.take_while(|c| c.is_ascii_digit());
             port = p
                 .parse::<u16>()
-                .map_or_else(|_| at.err(format!("bad port number '{p}'")), Ok)?;
+                .map_or_else(|_| at.err(ParseErrorKind::BadPort(p.to_string())), Ok)?;
         }
         Ok(Ref { name, port, loc })
     }
@@ -229,7 +234,7 @@ impl<'a> Cur<'a> {
     /// `{key=value, ...}`.
     pub fn record(&mut self, depth: usize) -> Result<Rec, ParseError> {
         if depth > MAX_DEPTH {
-            return self.here_err("attributes nested too deeply");
+            return self.here_err(ParseErrorKind::TooDeep);
         }
         self.skip_ws();
         let pos = self.pos;
@@ -243,7 +248,7 @@ impl<'a> Cur<'a> {
             let kpos = self.pos;
             let key = self.word()?;
             if entries.iter().any(|(k, _, _)| *k == key) {
-                return self.at(kpos).err(format!("attribute '{key}' given twice"));
+                return self.at(kpos).err(ParseErrorKind::AttrTwice(key));
             }
             self.expect('=')?;
             let v = self.value(depth + 1)?;
@@ -258,7 +263,7 @@ impl<'a> Cur<'a> {
     /// A number, a word, a tagged record `word{...}` or a list `[...]`.
     pub fn value(&mut self, depth: usize) -> Result<AVal, ParseError> {
         if depth > MAX_DEPTH {
-            return self.here_err("attributes nested too deeply");
+            return self.here_err(ParseErrorKind::TooDeep);
         }
         self.skip_ws();
         let pos = self.pos;
@@ -290,7 +295,9 @@ impl<'a> Cur<'a> {
             Some(c) if c.is_ascii_digit() || matches!(c, '-' | '+' | '.') => {
                 Ok(AVal::Num(self.number_token().to_string(), pos))
             }
-            _ => self.here_err("expected a value (number, word, record or list)"),
+            _ => self.here_err(ParseErrorKind::expected(
+                "a value (number, word, record or list)",
+            )),
         }
     }
 }
@@ -314,6 +321,6 @@ mod tests {
     fn hex_rejects_partial_elements() {
         let e = crate::parse("graph \"g\"\nconst #0 f32[1] = hex:0000803\n").unwrap_err();
         assert_eq!(e.line, 2);
-        assert!(e.msg.contains("hex digits"), "{e}");
+        assert!(e.to_string().contains("hex digits"), "{e}");
     }
 }

@@ -13,7 +13,10 @@
 //!   zero-point correction `-zp_in * sum(w_q)`), then applies the [`Requant`];
 //! - the pooling unit pools the 8-bit SIMD output (same scale and zero point).
 
-use crate::{Activation, BinaryOp, ConvAttrs, ConvTransposeAttrs, Op, PoolKind, TensorType};
+use crate::{
+    Activation, BinaryOp, ConvAttrs, ConvTransposeAttrs, NnaTypeError, Op, PoolKind, ShapeError,
+    TensorType,
+};
 use std::fmt;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -228,20 +231,9 @@ impl PoolStage {
 }
 
 impl NnaOp {
+    /// The op's mnemonic (from the op table).
     pub fn mnemonic(&self) -> &'static str {
-        match self {
-            NnaOp::Dot(d) => match d.kind {
-                DotKind::Conv(_) => "nna.conv",
-                DotKind::Deconv(_) => "nna.deconv",
-                DotKind::Inner => "nna.inner",
-            },
-            NnaOp::Scale(_) => "nna.scale",
-            NnaOp::Eltwise(_) => "nna.eltwise",
-            NnaOp::Concat { .. } => "nna.concat",
-            NnaOp::ChannelShuffle { .. } => "nna.channel_shuffle",
-            NnaOp::Upsample { .. } => "nna.upsample",
-            NnaOp::Host(_) => "nna.host",
-        }
+        crate::tagged::Tagged::tag(self)
     }
 
     pub fn arity(&self) -> (usize, usize) {
@@ -266,79 +258,77 @@ impl NnaOp {
     /// Checks explicit output types against the inputs: shapes via the underlying IR
     /// op's inference, and dtype consistency (float graph: all f32; quantized graph:
     /// 8-bit activations with per-tensor quantization). Used by the verifier.
-    pub fn check(&self, ins: &[&TensorType], outs: &[TensorType]) -> Result<(), String> {
+    pub fn check(&self, ins: &[&TensorType], outs: &[TensorType]) -> Result<(), NnaTypeError> {
         let (lo, hi) = self.arity();
+        let op = self.mnemonic();
         if ins.len() < lo || ins.len() > hi {
-            return Err(format!(
-                "{} takes {lo}..{hi} inputs, got {}",
-                self.mnemonic(),
-                ins.len()
-            ));
+            return Err(NnaTypeError::Arity {
+                op,
+                min: lo,
+                max: hi,
+                got: ins.len(),
+            });
         }
         let [out] = outs else {
-            return Err(format!(
-                "{} has one output, found {}",
-                self.mnemonic(),
-                outs.len()
-            ));
+            return Err(NnaTypeError::Outputs {
+                op,
+                got: outs.len(),
+            });
         };
         let shape = self.out_shape(ins)?;
         if shape != out.shape {
-            return Err(format!(
-                "{} output shape {:?} should be {:?}",
-                self.mnemonic(),
-                out.shape,
-                shape
-            ));
+            return Err(NnaTypeError::OutputShape {
+                op,
+                declared: out.shape.clone(),
+                computed: shape,
+            });
         }
         let quantized = out.dtype != crate::DType::F32;
         if quantized && !matches!(out.quant, Some(crate::Quant::PerTensor { .. })) {
-            return Err(format!(
-                "{} quantized output {} lacks per-tensor quantization",
-                self.mnemonic(),
-                out
-            ));
+            return Err(NnaTypeError::NoPerTensorQuant {
+                op,
+                out: out.clone(),
+            });
         }
         if quantized != self.epilogue().is_some_and(|e| e.requant.is_some())
             && self.epilogue().is_some()
         {
-            return Err(format!(
-                "{} output {} and requantization disagree",
-                self.mnemonic(),
-                out
-            ));
+            return Err(NnaTypeError::RequantMismatch {
+                op,
+                out: out.clone(),
+            });
         }
         if matches!(self, NnaOp::ChannelShuffle { .. } | NnaOp::Upsample { .. })
             && (out.dtype != ins[0].dtype || out.quant != ins[0].quant)
         {
-            return Err(format!(
-                "{} output {} should have the input's type and quantization",
-                self.mnemonic(),
-                out
-            ));
+            return Err(NnaTypeError::NotPassThrough {
+                op,
+                out: out.clone(),
+            });
         }
         Ok(())
     }
 
-    fn out_shape(&self, ins: &[&TensorType]) -> Result<Vec<usize>, String> {
+    fn out_shape(&self, ins: &[&TensorType]) -> Result<Vec<usize>, NnaTypeError> {
         let f = |t: &TensorType| TensorType::f32(t.shape.clone());
         let fl: Vec<TensorType> = ins.iter().map(|t| f(t)).collect();
         let refs: Vec<&TensorType> = fl.iter().collect();
-        let first = |op: Op, n: usize| -> Result<Vec<usize>, String> {
+        let first = |op: Op, n: usize| -> Result<Vec<usize>, NnaTypeError> {
             Ok(crate::infer::infer_types(&op, &refs[..n])?.remove(0).shape)
         };
-        let pooled = |shape: Vec<usize>, pool: &Option<PoolStage>| -> Result<Vec<usize>, String> {
-            match pool {
-                None => Ok(shape),
-                Some(p) if shape.len() == 4 => {
-                    let [h, w] = p
-                        .out_hw(shape[2], shape[3])
-                        .ok_or("pool window larger than its input")?;
-                    Ok(vec![shape[0], shape[1], h, w])
+        let pooled =
+            |shape: Vec<usize>, pool: &Option<PoolStage>| -> Result<Vec<usize>, NnaTypeError> {
+                match pool {
+                    None => Ok(shape),
+                    Some(p) if shape.len() == 4 => {
+                        let [h, w] = p
+                            .out_hw(shape[2], shape[3])
+                            .ok_or(NnaTypeError::PoolWindow)?;
+                        Ok(vec![shape[0], shape[1], h, w])
+                    }
+                    Some(_) => Err(NnaTypeError::PoolRank { shape }),
                 }
-                Some(_) => Err(format!("pool stage needs a 4-D input, got {shape:?}")),
-            }
-        };
+            };
         match self {
             NnaOp::Dot(d) => {
                 let s = match &d.kind {
@@ -356,27 +346,31 @@ impl NnaOp {
                 };
                 let m = s.get(1).copied().unwrap_or(0);
                 if ins[2].shape != [m] {
-                    return Err(format!("bias shape {:?} should be [{m}]", ins[2].shape));
+                    return Err(ShapeError::Bias {
+                        shape: ins[2].shape.clone(),
+                        channels: m,
+                    }
+                    .into());
                 }
                 pooled(s, &d.pool)
             }
             NnaOp::Scale(s) => {
                 let c = ins[0].shape.get(1).copied().unwrap_or(0);
                 if ins[1].shape != [c] || ins[2].shape != [c] {
-                    return Err(format!(
-                        "scale weights {:?} / bias {:?} should be [{c}]",
-                        ins[1].shape, ins[2].shape
-                    ));
+                    return Err(NnaTypeError::ScaleParams {
+                        weights: ins[1].shape.clone(),
+                        bias: ins[2].shape.clone(),
+                        channels: c,
+                    });
                 }
                 pooled(ins[0].shape.clone(), &s.pool)
             }
             NnaOp::Eltwise(_) => {
                 if !eltwise_operand_fits(&ins[0].shape, &ins[1].shape) {
-                    return Err(format!(
-                        "eltwise input b {:?} is neither a's shape {:?} nor broadcast over \
-                         its pixels",
-                        ins[1].shape, ins[0].shape
-                    ));
+                    return Err(NnaTypeError::EltwiseOperand {
+                        a: ins[0].shape.clone(),
+                        b: ins[1].shape.clone(),
+                    });
                 }
                 Ok(ins[0].shape.clone())
             }
@@ -385,17 +379,18 @@ impl NnaOp {
                 let s = &ins[0].shape;
                 match s.get(1) {
                     Some(&c) if *groups > 0 && c % groups == 0 => Ok(s.clone()),
-                    _ => Err(format!(
-                        "channel shuffle of {s:?} in {groups} groups: the channels must be a \
-                         multiple of the groups"
-                    )),
+                    _ => Err(NnaTypeError::ShuffleGroups {
+                        shape: s.clone(),
+                        groups: *groups,
+                    }),
                 }
             }
             NnaOp::Upsample { factors: [fh, fw] } => match ins[0].shape.as_slice() {
                 &[n, c, h, w] if *fh > 0 && *fw > 0 => Ok(vec![n, c, h * fh, w * fw]),
-                s => Err(format!(
-                    "upsample of {s:?} by {fh} x {fw}: needs a 4-D input and factors >= 1"
-                )),
+                s => Err(NnaTypeError::Upsample {
+                    shape: s.to_vec(),
+                    factors: [*fh, *fw],
+                }),
             },
             NnaOp::Host(op) => first((**op).clone(), ins.len()),
         }

@@ -131,18 +131,23 @@ impl QdqAttrs {
 
     /// How many entries `scales` and `zero_points` need for an input of `shape`, or
     /// why the parameters do not fit it.
-    pub fn check(&self, shape: &[usize]) -> Result<(), String> {
+    pub fn check(&self, shape: &[usize]) -> Result<(), crate::ShapeError> {
         let want = match self.axis {
             None => 1,
             Some(a) if a < shape.len() => shape[a],
-            Some(a) => return Err(format!("axis {a} is out of range for rank {}", shape.len())),
+            Some(a) => {
+                return Err(crate::ShapeError::QdqAxis {
+                    axis: a,
+                    rank: shape.len(),
+                })
+            }
         };
         if self.scales.len() != want || self.zero_points.len() != want {
-            return Err(format!(
-                "{} scales and {} zero points for {want} channels",
-                self.scales.len(),
-                self.zero_points.len()
-            ));
+            return Err(crate::ShapeError::QdqCount {
+                scales: self.scales.len(),
+                zero_points: self.zero_points.len(),
+                channels: want,
+            });
         }
         Ok(())
     }
@@ -266,40 +271,10 @@ pub struct ResizeAttrs {
 }
 
 impl Op {
-    /// A short lowercase mnemonic for dumps and error messages.
+    /// A short lowercase mnemonic for dumps and error messages (from the op table,
+    /// `op_table.rs`).
     pub fn mnemonic(&self) -> &'static str {
-        match self {
-            Op::Input => "input",
-            Op::Constant(_) => "const",
-            Op::Conv(_) => "conv",
-            Op::ConvTranspose(_) => "conv_transpose",
-            Op::Gemm(_) => "gemm",
-            Op::MatMul => "matmul",
-            Op::BatchNorm { .. } => "batch_norm",
-            Op::Act(a) => a.mnemonic(),
-            Op::PRelu => "prelu",
-            Op::Binary(b) => b.mnemonic(),
-            Op::Concat { .. } => "concat",
-            Op::Pool(p) => match p.kind {
-                PoolKind::Max => "max_pool",
-                PoolKind::Avg => "avg_pool",
-            },
-            Op::GlobalPool(PoolKind::Max) => "global_max_pool",
-            Op::GlobalPool(PoolKind::Avg) => "global_avg_pool",
-            Op::Reshape { .. } => "reshape",
-            Op::Transpose { .. } => "transpose",
-            Op::Slice { .. } => "slice",
-            Op::StridedSlice { .. } => "strided_slice",
-            Op::Softmax { .. } => "softmax",
-            Op::Resize(_) => "resize",
-            Op::Pad { .. } => "pad",
-            Op::Lrn { .. } => "lrn",
-            Op::Power { .. } => "power",
-            Op::Identity => "identity",
-            Op::Quantize(_) => "quantize",
-            Op::Dequantize(_) => "dequantize",
-            Op::Nna(n) => n.mnemonic(),
-        }
+        crate::tagged::Tagged::tag(self)
     }
 
     /// How many inputs the op takes: `(min, max)`.
@@ -317,17 +292,9 @@ impl Op {
 }
 
 impl Activation {
+    /// The activation's mnemonic (from the op table).
     pub fn mnemonic(&self) -> &'static str {
-        match self {
-            Activation::Relu => "relu",
-            Activation::LeakyRelu { .. } => "leaky_relu",
-            Activation::Clip { .. } => "clip",
-            Activation::Sigmoid => "sigmoid",
-            Activation::Tanh => "tanh",
-            Activation::HardSigmoid { .. } => "hard_sigmoid",
-            Activation::HardSwish => "hard_swish",
-            Activation::Silu => "silu",
-        }
+        crate::tagged::Tagged::tag(self)
     }
 
     /// The activation applied to one float value (the float reference semantics).
@@ -354,15 +321,9 @@ impl Activation {
 }
 
 impl BinaryOp {
+    /// The op's mnemonic (from the op table).
     pub fn mnemonic(&self) -> &'static str {
-        match self {
-            BinaryOp::Add => "add",
-            BinaryOp::Sub => "sub",
-            BinaryOp::Mul => "mul",
-            BinaryOp::Div => "div",
-            BinaryOp::Max => "max",
-            BinaryOp::Min => "min",
-        }
+        crate::tagged::Tagged::tag(self)
     }
 
     #[inline]

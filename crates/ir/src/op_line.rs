@@ -1,15 +1,15 @@
 //! One op on its own as text: `mnemonic{attributes}` in the syntax of the graph text
-//! form ([`crate::op_text`]), e.g. `softmax{axis=1}`. The container's host-op records
+//! form ([`crate::op_table`]), e.g. `softmax{axis=1}`. The container's host-op records
 //! carry ops this way; [`parse_op`] reads back exactly what [`op_to_text`] writes.
 
+use crate::attr::Rec;
 use crate::lex::Cur;
-use crate::op_decode::decode;
-use crate::op_text::{encode, Rec};
+use crate::tagged::{decode_tag, Tagged};
 use crate::{Op, ParseError};
 
 /// The op as `mnemonic` or `mnemonic {k=v, ...}` (no operands, no types).
 pub fn op_to_text(op: &Op) -> String {
-    let (mnemonic, rec) = encode(op);
+    let (mnemonic, rec) = op.encode();
     let mut out = mnemonic.to_string();
     if !rec.entries.is_empty() {
         rec.write(&mut out);
@@ -34,7 +34,7 @@ pub fn parse_op(text: &str) -> Result<Op, ParseError> {
         Rec::default()
     };
     rec.pos = op_pos;
-    let op = decode(&mnemonic, rec).map_err(|e| c.decode_err(e))?;
+    let op = decode_tag::<Op>(&mnemonic, &rec).map_err(|e| c.decode_err(e))?;
     c.end()?;
     Ok(op)
 }

@@ -4,30 +4,12 @@
 //! nesting depth, numbers and data sizes are all checked. References may point
 //! forward (a cyclic graph prints and parses back; the verifier reports the cycle).
 
+use crate::attr::Rec;
 use crate::lex::{Cur, Loc, Ref};
-use crate::op_decode::{decode, decode_quant};
-use crate::op_text::Rec;
-use crate::{DType, Graph, Op, Tensor, TensorData, TensorType, Value};
+pub use crate::parse_error::{ParseError, ParseErrorKind};
+use crate::tagged::decode_tag;
+use crate::{DType, Graph, Op, Quant, Tensor, TensorData, TensorType, Value};
 use std::collections::BTreeMap;
-use std::fmt;
-
-/// A syntax or consistency error at a position of the text.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParseError {
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column, in characters.
-    pub col: usize,
-    pub msg: String,
-}
-
-impl fmt::Display for ParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {}, column {}: {}", self.line, self.col, self.msg)
-    }
-}
-
-impl std::error::Error for ParseError {}
 
 /// Parses the text form into a graph.
 pub fn parse(text: &str) -> Result<Graph, ParseError> {
@@ -70,7 +52,7 @@ fn statement(c: &mut Cur, ast: &mut Ast) -> Result<(), ParseError> {
     c.skip_ws();
     let start = c.loc();
     if ast.name.is_none() && c.peek() == Some('%') {
-        return start.err("the text must start with `graph \"NAME\"`");
+        return start.err(ParseErrorKind::NoGraphHeader);
     }
     if c.peek() == Some('%') {
         let node = node_stmt(c)?;
@@ -79,13 +61,13 @@ fn statement(c: &mut Cur, ast: &mut Ast) -> Result<(), ParseError> {
     }
     let kw = c.word()?;
     if ast.name.is_none() && kw != "graph" {
-        return start.err("the text must start with `graph \"NAME\"`");
+        return start.err(ParseErrorKind::NoGraphHeader);
     }
     match kw.as_str() {
         "graph" if ast.name.is_none() => ast.name = Some(c.string()?),
-        "graph" => return start.err("a second `graph` statement"),
+        "graph" => return start.err(ParseErrorKind::SecondStatement("graph")),
         "inputs" if ast.inputs.is_none() => ast.inputs = Some(input_list(c)?),
-        "inputs" => return start.err("a second `inputs` statement"),
+        "inputs" => return start.err(ParseErrorKind::SecondStatement("inputs")),
         "const" => {
             let t = constant_stmt(c, ast.constants.len())?;
             ast.constants.push(t);
@@ -97,9 +79,10 @@ fn statement(c: &mut Cur, ast: &mut Ast) -> Result<(), ParseError> {
             ast.outputs.push((name, r));
         }
         _ => {
-            return start.err(format!(
-                "expected graph, inputs, const, output or %node, found '{kw}'"
-            ))
+            return start.err(ParseErrorKind::Expected {
+                what: "graph, inputs, const, output or %node".into(),
+                found: Some(format!("'{kw}'")),
+            })
         }
     }
     c.end()
@@ -119,10 +102,19 @@ fn input_list(c: &mut Cur) -> Result<Vec<Ref>, ParseError> {
     }
 }
 
+/// `%name = op(args) {attributes} -> types`; errors after the name carry it.
 fn node_stmt(c: &mut Cur) -> Result<NodeStmt, ParseError> {
     let r = c.value_ref()?;
+    let name = r.name.clone();
+    node_rest(c, r).map_err(|e| ParseError {
+        node: Some(name),
+        ..e
+    })
+}
+
+fn node_rest(c: &mut Cur, r: Ref) -> Result<NodeStmt, ParseError> {
     if r.port != 0 {
-        return r.loc.err("a node definition names the node, not a port");
+        return r.loc.err(ParseErrorKind::PortInDefinition);
     }
     c.expect('=')?;
     c.skip_ws();
@@ -146,7 +138,7 @@ fn node_stmt(c: &mut Cur) -> Result<NodeStmt, ParseError> {
         Rec::default()
     };
     rec.pos = op_pos;
-    let op = decode(&mnemonic, rec).map_err(|e| c.decode_err(e))?;
+    let op = decode_tag::<Op>(&mnemonic, &rec).map_err(|e| c.decode_err(e))?;
     c.expect_str("->")?;
     let outputs = output_types(c)?;
     Ok(NodeStmt {
@@ -189,7 +181,7 @@ fn tensor_type(c: &mut Cur) -> Result<TensorType, ParseError> {
         }
         let mut rec = c.record(0)?;
         rec.pos = save;
-        t.quant = Some(decode_quant(&w, rec).map_err(|e| c.decode_err(e))?);
+        t.quant = Some(decode_tag::<Quant>(&w, &rec).map_err(|e| c.decode_err(e))?);
     }
     Ok(t)
 }
@@ -199,9 +191,11 @@ fn dtype_shape(c: &mut Cur) -> Result<(DType, Vec<usize>), ParseError> {
     let at = c.loc();
     let name = c.word()?;
     let dtype = DType::from_name(&name)
-        .map_or_else(|| at.err(format!("unknown element type '{name}'")), Ok)?;
+        .map_or_else(|| at.err(ParseErrorKind::UnknownDType(name.clone())), Ok)?;
     if c.peek() != Some('[') {
-        return c.here_err("expected '[' and the shape after the element type");
+        return c.here_err(ParseErrorKind::expected(
+            "'[' and the shape after the element type",
+        ));
     }
     c.pos += 1;
     let start = c.pos;
@@ -217,7 +211,13 @@ fn dtype_shape(c: &mut Cur) -> Result<(DType, Vec<usize>), ParseError> {
         .split('x')
         .map(|d| d.parse::<usize>().ok())
         .collect::<Option<Vec<usize>>>()
-        .map_or_else(|| c.at(start).err(format!("malformed shape '{text}'")), Ok)?;
+        .map_or_else(
+            || {
+                c.at(start)
+                    .err(ParseErrorKind::MalformedShape(text.to_string()))
+            },
+            Ok,
+        )?;
     Ok((dtype, shape))
 }
 
@@ -228,9 +228,10 @@ fn constant_stmt(c: &mut Cur, expected_id: usize) -> Result<Tensor, ParseError> 
     c.expect('#')?;
     let id = c.number_token();
     if id.parse::<usize>().ok() != Some(expected_id) {
-        return at.err(format!(
-            "expected constant #{expected_id} (constants are listed in id order), found #{id}"
-        ));
+        return at.err(ParseErrorKind::ConstantOrder {
+            expected: expected_id,
+            found: id.to_string(),
+        });
     }
     let (dtype, shape) = dtype_shape(c)?;
     let numel = shape
@@ -238,7 +239,10 @@ fn constant_stmt(c: &mut Cur, expected_id: usize) -> Result<Tensor, ParseError> 
         .try_fold(1usize, |a, &d| a.checked_mul(d))
         .filter(|n| n.checked_mul(dtype.size()).is_some());
     let Some(numel) = numel else {
-        return at.err(format!("constant #{id} shape {shape:?} is too large"));
+        return at.err(ParseErrorKind::ConstantTooLarge {
+            id: expected_id,
+            shape,
+        });
     };
     c.expect('=')?;
     c.skip_ws();
@@ -251,19 +255,21 @@ fn constant_stmt(c: &mut Cur, expected_id: usize) -> Result<Tensor, ParseError> 
                 c.expect(':')?;
                 hex_data(c, dtype)?
             }
-            "elided" => {
-                return data_at.err(format!(
-                    "constant #{id} was elided when printed; print the graph in full (e.g. `nnac inspect --full`) to parse it"
-                ))
+            "elided" => return data_at.err(ParseErrorKind::ConstantElided { id: expected_id }),
+            w => {
+                return data_at.err(ParseErrorKind::Expected {
+                    what: "constant data ([...], hex:... or elided)".into(),
+                    found: Some(format!("'{w}'")),
+                })
             }
-            w => return data_at.err(format!("expected constant data ([...], hex:... or elided), found '{w}'")),
         }
     };
     if data.len() != numel {
-        return data_at.err(format!(
-            "constant #{id} has {} elements, its shape needs {numel}",
-            data.len()
-        ));
+        return data_at.err(ParseErrorKind::ConstantCount {
+            id: expected_id,
+            found: data.len(),
+            needed: numel,
+        });
     }
     Ok(Tensor { shape, data })
 }
@@ -297,7 +303,12 @@ fn list_data(c: &mut Cur, dtype: DType) -> Result<TensorData, ParseError> {
             .iter()
             .map(|(at, s)| {
                 s.parse::<T>().map_or_else(
-                    |_| at.err(format!("'{s}' is not a valid {dtype} value")),
+                    |_| {
+                        at.err(ParseErrorKind::BadElement {
+                            text: s.to_string(),
+                            dtype,
+                        })
+                    },
                     Ok,
                 )
             })
@@ -320,10 +331,10 @@ fn hex_data(c: &mut Cur, dtype: DType) -> Result<TensorData, ParseError> {
     }
     let digits = &bytes[start..c.pos];
     if !digits.chunks_exact(2 * dtype.size()).remainder().is_empty() {
-        return c.at(start).err(format!(
-            "{} hex digits do not make whole {dtype} elements",
-            digits.len()
-        ));
+        return c.at(start).err(ParseErrorKind::HexDigits {
+            digits: digits.len(),
+            dtype,
+        });
     }
     let nib = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
     let raw: Vec<u8> = digits
@@ -355,7 +366,7 @@ fn hex_data(c: &mut Cur, dtype: DType) -> Result<TensorData, ParseError> {
 
 fn build(ast: Ast) -> Result<Graph, ParseError> {
     let Some(name) = ast.name else {
-        return Loc { line: 1, col: 1 }.err("empty text: expected `graph \"NAME\"`");
+        return Loc { line: 1, col: 1 }.err(ParseErrorKind::Empty);
     };
     let mut g = Graph::new(name);
     for t in ast.constants {
@@ -364,27 +375,20 @@ fn build(ast: Ast) -> Result<Graph, ParseError> {
     let mut index: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, n) in ast.nodes.iter().enumerate() {
         if index.insert(n.name.as_str(), i).is_some() {
-            return n.loc.err(format!("node '{}' is defined twice", n.name));
+            return n.loc.err(ParseErrorKind::NodeTwice(n.name.clone()));
         }
     }
     let mut ids = vec![None; ast.nodes.len()];
     for r in ast.inputs.iter().flatten() {
         let Some(&i) = index.get(r.name.as_str()) else {
-            return r
-                .loc
-                .err(format!("graph input '{}' is not defined", r.name));
+            return r.loc.err(ParseErrorKind::InputUndefined(r.name.clone()));
         };
         let n = &ast.nodes[i];
         if n.op != Op::Input || r.port != 0 {
-            return r.loc.err(format!(
-                "graph input '{}' must name an input() node",
-                r.name
-            ));
+            return r.loc.err(ParseErrorKind::InputNotInput(r.name.clone()));
         }
         if ids[i].is_some() {
-            return r
-                .loc
-                .err(format!("'{}' is listed twice as a graph input", r.name));
+            return r.loc.err(ParseErrorKind::InputTwice(r.name.clone()));
         }
         let placeholder = TensorType::f32(vec![]);
         let v = g.add_input(
@@ -402,7 +406,7 @@ fn build(ast: Ast) -> Result<Graph, ParseError> {
     let ids: Vec<_> = ids.into_iter().flatten().collect();
     let resolve = |r: &Ref| match index.get(r.name.as_str()) {
         Some(&i) => Ok(Value::new(ids[i], r.port)),
-        None => r.loc.err(format!("value %{} is not defined", r.name)),
+        None => r.loc.err(ParseErrorKind::ValueUndefined(r.name.clone())),
     };
     for (i, n) in ast.nodes.iter().enumerate() {
         let args = n.args.iter().map(resolve).collect::<Result<Vec<_>, _>>()?;

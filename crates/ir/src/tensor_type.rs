@@ -47,7 +47,7 @@ pub const MAX_ELEMENTS: usize = 1 << 32;
 /// The element count of `shape`, or why it is not a valid IR shape: the product
 /// overflows or exceeds [`MAX_ELEMENTS`] (also when a zero dimension hides that the
 /// others' product does).
-pub fn checked_numel(shape: &[usize]) -> Result<usize, String> {
+pub fn checked_numel(shape: &[usize]) -> Result<usize, crate::ShapeError> {
     let within = |skip_zero: bool| {
         shape
             .iter()
@@ -56,7 +56,9 @@ pub fn checked_numel(shape: &[usize]) -> Result<usize, String> {
                 n.checked_mul(d).filter(|&n| n <= MAX_ELEMENTS)
             })
     };
-    let too_big = || format!("shape {shape:?} has more than {MAX_ELEMENTS} elements");
+    let too_big = || crate::ShapeError::TooManyElements {
+        shape: shape.to_vec(),
+    };
     within(true).ok_or_else(too_big)?;
     within(false).ok_or_else(too_big)
 }

@@ -25,7 +25,7 @@
 //! - Types are `dtype[d0xd1x...]` (`f32[]` for a scalar), optionally followed by
 //!   `q{scale=.., zero_point=..}` or `qc{axis=.., scales=[..]}`; several outputs are
 //!   written `(t0, t1)`.
-//! - Ops are `mnemonic(args) {attributes}` (see [`crate::op_text`]); floats use Rust's
+//! - Ops are `mnemonic(args) {attributes}` (see [`crate::op_table`] and `attr.rs`); floats use Rust's
 //!   shortest round-trip formatting, so they parse back bit for bit.
 //! - Constant data is a list `[..]` for at most [`LIST_LIMIT`] elements (unless an f32
 //!   is NaN), otherwise `hex:` followed by the little-endian bytes; an elided constant
@@ -34,7 +34,7 @@
 //! Only well-formed input slots (`0..n`) are representable: a graph with missing or
 //! duplicated slots prints its inputs in slot order (the verifier reports it).
 
-use crate::op_text::{encode, encode_quant};
+use crate::tagged::Tagged;
 use crate::{Graph, NodeId, Tensor, TensorData, TensorType, Value};
 use std::fmt::Write;
 
@@ -87,7 +87,7 @@ pub fn print_with(g: &Graph, opts: PrintOptions) -> String {
 
 fn write_node(out: &mut String, g: &Graph, id: NodeId) {
     let node = g.node(id);
-    let (mnemonic, rec) = encode(&node.op);
+    let (mnemonic, rec) = node.op.encode();
     let args: Vec<String> = g
         .node_inputs(id)
         .into_iter()
@@ -175,7 +175,7 @@ pub(crate) fn write_type(out: &mut String, t: &TensorType) {
     out.push_str(&dims_text(&t.shape));
     out.push(']');
     if let Some(q) = &t.quant {
-        let (tag, rec) = encode_quant(q);
+        let (tag, rec) = q.encode();
         out.push(' ');
         out.push_str(tag);
         rec.write(out);

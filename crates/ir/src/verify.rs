@@ -130,10 +130,10 @@ pub fn check_explicit_types(
     op: &Op,
     ins: &[&TensorType],
     outs: &[TensorType],
-) -> Result<(), String> {
+) -> Result<(), crate::NnaTypeError> {
     match op {
         Op::Nna(n) => n.check(ins, outs),
-        _ => Err(format!("{} has no explicit type rule", op.mnemonic())),
+        _ => Err(crate::NnaTypeError::NoRule(op.mnemonic())),
     }
 }
 

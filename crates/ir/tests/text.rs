@@ -249,7 +249,10 @@ fn elided_constants_do_not_parse() {
     assert!(text.contains("= [0.") || text.contains("= [-0."), "{text}");
     let e = parse(&text).unwrap_err();
     assert_eq!((e.line, e.col), (3, 25), "{e}");
-    assert!(e.msg.contains("elided") && e.msg.contains("--full"), "{e}");
+    assert!(
+        e.kind.to_string().contains("elided") && e.kind.to_string().contains("--full"),
+        "{e}"
+    );
     assert_eq!(
         print_with(
             &g,
@@ -412,7 +415,10 @@ fn parse_errors_have_positions() {
     for (text, line, col, msg) in cases {
         match parse(text) {
             Err(e) => {
-                assert!(e.msg.contains(msg), "{text:?}: got {e}, expected '{msg}'");
+                assert!(
+                    e.kind.to_string().contains(msg),
+                    "{text:?}: got {e}, expected '{msg}'"
+                );
                 assert_eq!((e.line, e.col), (*line, *col), "{text:?}: {e}");
                 assert!(e
                     .to_string()
@@ -431,7 +437,7 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
         "]".repeat(100_000)
     );
     let e = parse(&text).unwrap_err();
-    assert!(e.msg.contains("nested too deeply"), "{e}");
+    assert!(e.kind.to_string().contains("nested too deeply"), "{e}");
 }
 
 /// xorshift64*: a tiny seeded generator (no dependency).
@@ -510,4 +516,39 @@ fn mutated_text_never_panics() {
         parsed > 100 && rejected > 100,
         "parsed {parsed}, rejected {rejected}"
     );
+}
+
+/// Parse errors are typed: callers match on what is wrong, the node and the attribute.
+#[test]
+fn errors_are_typed_with_node_and_attribute() {
+    let head = "graph \"g\"\ninputs %x\n%x = input() -> f32[1x2]\n";
+    let e = parse(&format!("{head}%y = concat(%x) {{}} -> f32[1x2]\n")).unwrap_err();
+    assert_eq!(e.node.as_deref(), Some("y"));
+    assert_eq!(
+        e.kind,
+        ParseErrorKind::Attr(AttrErrorKind::Missing {
+            owner: "op 'concat'".into(),
+            attr: "axis",
+        })
+    );
+    let e = parse(&format!("{head}%y = concat(%x) {{axis=-1}} -> f32[1x2]\n")).unwrap_err();
+    assert!(
+        matches!(
+            &e.kind,
+            ParseErrorKind::Attr(AttrErrorKind::Value { attr: "axis", .. })
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "line 4, column 23: op 'concat', attribute 'axis': '-1' is not a valid usize"
+    );
+    let e = parse(&format!("{head}%y = frob(%x) -> f32[1x2]\n")).unwrap_err();
+    assert!(
+        matches!(&e.kind, ParseErrorKind::Attr(AttrErrorKind::UnknownTag { what: "op", tag, .. }) if tag == "frob"),
+        "{e}"
+    );
+    let e = parse("graph \"g\"\noutput \"y\" = %nowhere\n").unwrap_err();
+    assert_eq!(e.kind, ParseErrorKind::ValueUndefined("nowhere".into()));
+    assert_eq!(e.node, None);
 }

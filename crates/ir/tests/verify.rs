@@ -586,3 +586,65 @@ fn bad_upsample_is_reported() {
     assert_type_error(&g, "upsample", "[1, 16, 12, 12]");
     assert_type_error(&requantized("upsample"), "upsample", "input's type");
 }
+
+/// Shape inference and the NNA type check return typed errors callers can match on;
+/// their text is what the verifier and `Graph::add_node` report.
+#[test]
+fn shape_errors_are_typed() {
+    let x = TensorType::f32(vec![1, 4, 8, 8]);
+    let w = TensorType::f32(vec![6, 3, 3, 3]);
+    let conv = Op::Conv(ConvAttrs {
+        kernel: vec![3, 3],
+        strides: vec![1, 1],
+        pads: vec![0; 4],
+        dilations: vec![1, 1],
+        group: 1,
+    });
+    let e = infer::infer_types(&conv, &[&x, &w]).unwrap_err();
+    assert_eq!(
+        e,
+        ShapeError::ConvChannels {
+            channels: 4,
+            weight: vec![6, 3, 3, 3],
+            group: 1
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "input channels 4 do not match weight [6, 3, 3, 3] with group 1"
+    );
+    let e = infer::infer_types(&conv, &[&x]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ShapeError::Arity {
+                op: "conv",
+                min: 2,
+                max: 3,
+                got: 1
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(e.to_string(), "conv takes 2 to 3 inputs, got 1");
+    assert_eq!(
+        infer::broadcast(&[2, 3], &[4]),
+        Err(ShapeError::Broadcast {
+            a: vec![2, 3],
+            b: vec![4]
+        })
+    );
+    assert!(matches!(
+        checked_numel(&[1 << 20, 1 << 20]),
+        Err(ShapeError::TooManyElements { .. })
+    ));
+    let shuffle = NnaOp::ChannelShuffle { groups: 3 };
+    let e = shuffle.check(&[&x], std::slice::from_ref(&x)).unwrap_err();
+    assert_eq!(
+        e,
+        NnaTypeError::ShuffleGroups {
+            shape: vec![1, 4, 8, 8],
+            groups: 3
+        }
+    );
+}

@@ -3,10 +3,10 @@
 //! judges their output is a crate of its own (`nnac-qinterp`), re-exported here.
 //!
 //! Entry: [`compile_graph`]. The order of the passes lives in [`pipeline`] only; each
-//! pass is one file with one entry function `fn(&mut Graph, &mut PassCtx)`.
+//! pass is one file named after the pass, with one entry function
+//! `fn(&mut Graph, &mut PassCtx)` of the same name, in the folder of its kind:
+//! `fold/`, `lower/`, `fuse/`, `host/` (then `calib/` and `quant/`).
 
-mod absorb;
-pub mod absorb_qdq;
 pub mod calib;
 mod channels;
 mod ctx;
@@ -14,31 +14,15 @@ mod error;
 pub mod fixed;
 pub mod float_eval;
 pub mod float_ref;
+mod fold;
+mod fuse;
+mod host;
+mod lower;
 mod options;
 pub mod pipeline;
-mod pool_unit;
 pub mod quant;
 pub mod report;
 mod util;
-
-pub mod fold_batchnorm;
-pub mod fold_constants;
-pub mod fold_hardswish;
-pub mod fold_pad;
-pub mod fold_scale_bias;
-pub mod fold_silu;
-pub mod force_host;
-pub mod fuse_dot;
-pub mod fuse_eltwise;
-pub mod fuse_shuffle;
-pub mod lower_concat;
-pub mod lower_pools;
-pub mod lower_resize;
-pub mod lower_scale;
-pub mod mark_host;
-pub mod normalize_gemm;
-pub mod remove_identity;
-pub mod sink_pool;
 
 pub use ctx::{Fused, PassCtx, Rewrite};
 pub use error::PassError;

@@ -11,13 +11,15 @@ use crate::calib;
 use crate::ctx::PassCtx;
 use crate::float_eval::Frame;
 use crate::float_ref::FloatRef;
-use crate::report::{self, HostOpEntry, Report};
-use crate::{
+use crate::fold::{
     absorb_qdq, fold_batchnorm, fold_constants, fold_hardswish, fold_pad, fold_scale_bias,
-    fold_silu, force_host, fuse_dot, fuse_eltwise, fuse_shuffle, lower_concat, lower_pools,
-    lower_resize, lower_scale, mark_host, normalize_gemm, quant, remove_identity, sink_pool,
-    PassError, PassOptions, WeightRounding,
+    fold_silu, normalize_gemm, remove_identity,
 };
+use crate::fuse::{fuse_channel_shuffle, fuse_dot, fuse_eltwise};
+use crate::host::{force_host, mark_host};
+use crate::lower::{lower_concat, lower_pools, lower_resize, lower_scale, sink_pool_into_concat};
+use crate::report::{self, HostOpEntry, Report};
+use crate::{quant, PassError, PassOptions, WeightRounding};
 use nnac_ir::Graph;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -75,7 +77,7 @@ pub const FLOAT_PASSES: [Pass; 11] = [
     },
     Pass {
         name: "sink_pool_into_concat",
-        run: sink_pool::sink_pool_into_concat,
+        run: sink_pool_into_concat::sink_pool_into_concat,
     },
 ];
 
@@ -104,7 +106,7 @@ pub const FUSION_PASSES: [Pass; 8] = [
     },
     Pass {
         name: "fuse_channel_shuffle",
-        run: fuse_shuffle::fuse_channel_shuffle,
+        run: fuse_channel_shuffle::fuse_channel_shuffle,
     },
     Pass {
         name: "lower_resize",

@@ -16,7 +16,7 @@ pub const FOLD_BUDGET: usize = 1 << 28;
 /// [`MAX_ELEMS`] ([`nnac_ir::checked_numel`]) or the rank exceeds [`MAX_RANK`].
 pub fn checked_numel(shape: &[usize]) -> Result<usize, String> {
     check_rank(shape)?;
-    nnac_ir::checked_numel(shape)
+    Ok(nnac_ir::checked_numel(shape)?)
 }
 
 /// An error when the rank of `shape` exceeds [`MAX_RANK`].

@@ -2,7 +2,7 @@
 //! Gemm) and the bias, activation and pooling that follow it into one NNA dot op
 //! (CONVOLUTION / DECONVOLUTION / INNER-PRODUCT + SIMD program + pooling unit).
 
-use crate::absorb::absorb_followers;
+use crate::fuse::absorb::absorb_followers;
 use crate::util::{add_const, dot_out_channels, is_const_dot};
 use crate::{PassCtx, PassError};
 use nnac_ir::{DotKind, DotOp, Epilogue, Graph, NnaOp, Op, Tensor};

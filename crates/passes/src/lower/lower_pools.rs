@@ -11,7 +11,7 @@
 //!   of windows is the max over their union);
 //! - anything else (global max pool, strided large max pools) stays and becomes a host op.
 
-use crate::pool_unit::pool_stage;
+use crate::lower::pool_unit::pool_stage;
 use crate::util::add_const;
 use crate::{PassCtx, PassError};
 use nnac_ir::{ConvAttrs, Graph, NodeId, Op, PoolAttrs, PoolKind, Tensor, TensorType, Value};

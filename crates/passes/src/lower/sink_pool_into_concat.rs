@@ -9,7 +9,7 @@
 //! and only when every concat input is read by the concatenation alone, so each part's
 //! pool has a producer that can absorb it.
 
-use crate::pool_unit::pool_stage;
+use crate::lower::pool_unit::pool_stage;
 use crate::util::single_user;
 use crate::{PassCtx, PassError};
 use nnac_ir::{Graph, NodeId, Op, Value};

@@ -5,7 +5,7 @@
 //! squeeze-and-excitation block); the operands are swapped so that it is `b`. Products
 //! with constants are not taken here (`lower_scale` makes them SCALE ops).
 
-use crate::absorb::absorb_followers;
+use crate::fuse::absorb::absorb_followers;
 use crate::{PassCtx, PassError};
 use nnac_ir::{eltwise_operand_fits, EltwiseKind, EltwiseOp, Epilogue, Graph, NnaOp, Op};
 

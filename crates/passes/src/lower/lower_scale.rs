@@ -3,8 +3,8 @@
 //! merge), and activations or pooling-unit pools that could not be fused into a
 //! producer (identity scale + activation / pool).
 
-use crate::absorb::absorb_followers;
-use crate::pool_unit::pool_stage;
+use crate::fuse::absorb::absorb_followers;
+use crate::lower::pool_unit::pool_stage;
 use crate::util::{add_const, bypass, const_f32, per_channel_const, single_user};
 use crate::{PassCtx, PassError};
 use nnac_ir::{BinaryOp, Epilogue, FusedAct, Graph, NnaOp, NodeId, Op, ScaleOp, Tensor, Value};

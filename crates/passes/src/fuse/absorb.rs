@@ -7,7 +7,7 @@
 //! grid's zero); a sigmoid, hard-sigmoid, average pool, ... then stays its own op
 //! and reads the rounded codes, as ONNX Runtime's kernels do.
 
-use crate::pool_unit::pool_stage;
+use crate::lower::pool_unit::pool_stage;
 use crate::util::{per_channel_const, single_user};
 use crate::PassCtx;
 use nnac_ir::{Activation, FusedAct, Graph, NnaOp, NodeId, Op, PoolKind, PoolStage, Value};
