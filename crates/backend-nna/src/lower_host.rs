@@ -274,7 +274,7 @@ impl Walk<'_> {
             scale,
             zero_point,
         };
-        desc.validate()?;
+        desc.validate().map_err(|e| e.to_string())?;
         let at = self.dram_part(&bytes);
         let tensor = self.host.tensor(DramRef::Image(at));
         Ok(DramVal { tensor, desc })

@@ -257,7 +257,8 @@ impl Scale {
     /// Checks the rules of docs/ISA.md section 5 for this instruction.
     pub fn check(&self) -> Result<(), CheckError> {
         let mut scratch = [0u8; Scale::SIZE];
-        self.pack(&mut scratch, "SCALE").map_err(CheckError::Field)?;
+        self.pack(&mut scratch, "SCALE")
+            .map_err(CheckError::Field)?;
         check_tile(
             self.pix_start,
             self.pix_count,
@@ -292,7 +293,8 @@ impl Eltwise {
     /// Checks the rules of docs/ISA.md section 5 for this instruction.
     pub fn check(&self) -> Result<(), CheckError> {
         let mut scratch = [0u8; Eltwise::SIZE];
-        self.pack(&mut scratch, "ELTWISE").map_err(CheckError::Field)?;
+        self.pack(&mut scratch, "ELTWISE")
+            .map_err(CheckError::Field)?;
         check_tile(
             self.pix_start,
             self.pix_count,
@@ -508,7 +510,13 @@ mod tests {
         far.out_addr = (hw.sram_bytes - 64) as u32;
         let e = check_instr(&Instr::Conv(far), &hw).unwrap_err();
         assert!(
-            matches!(e, CheckError::BeyondSram { tensor: "output", .. }),
+            matches!(
+                e,
+                CheckError::BeyondSram {
+                    tensor: "output",
+                    ..
+                }
+            ),
             "{e:?}"
         );
         assert!(e.to_string().contains("beyond the SRAM"), "{e}");

@@ -347,11 +347,9 @@ impl fmt::Display for DescError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DescError::EmptyName => write!(f, "descriptor name is empty"),
-            DescError::Rank { name, rank } => write!(
-                f,
-                "{name}: rank {rank} > {}",
-                crate::container::MAX_RANK
-            ),
+            DescError::Rank { name, rank } => {
+                write!(f, "{name}: rank {rank} > {}", crate::container::MAX_RANK)
+            }
             DescError::Scale { name, scale } => {
                 write!(f, "{name}: scale {scale} must be finite and > 0")
             }

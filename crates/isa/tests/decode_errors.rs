@@ -1,7 +1,7 @@
 //! Decode errors name the byte offset; the instruction tables are well formed.
 
-use nnac_isa::error::ProgramError;
 use nnac_isa::encoding::reserved_ranges;
+use nnac_isa::error::ProgramError;
 use nnac_isa::instr::Class;
 use nnac_isa::*;
 
@@ -224,5 +224,8 @@ fn located_matches_the_decoder_and_hw_is_checked() {
             hw_flags: 32,
         }
     );
-    assert!(e.to_string().contains("instruction 0") && e.to_string().contains("F40"), "{e}");
+    assert!(
+        e.to_string().contains("instruction 0") && e.to_string().contains("F40"),
+        "{e}"
+    );
 }

@@ -180,7 +180,8 @@ fn layer_table_shows_in_every_listing_and_round_trips() {
     assert!(last["layer"].is_null());
     let text = nnac_isa::listing::disassemble(&p, None).text;
     assert!(text.contains(".layers\n.layer \"conv1\"\n"), "{text}");
-    let mut load = |_: &str| -> std::io::Result<Vec<u8>> { Err(std::io::Error::other("no side files")) };
+    let mut load =
+        |_: &str| -> std::io::Result<Vec<u8>> { Err(std::io::Error::other("no side files")) };
     let back = nnac_isa::listing::assemble(&text, &mut load).unwrap();
     assert_eq!(back.write().unwrap(), p.write().unwrap());
     let bytes = p.write().unwrap();

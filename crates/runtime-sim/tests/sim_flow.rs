@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use nnac_isa::*;
-use nnac_runtime_sim::{run, HazardKind, RunOptions, Schedule, SimError};
+use nnac_runtime_sim::{run, HazardKind, IoError, RunOptions, Schedule, SimError};
 
 const X: u64 = 0; // DRAM: three 4x4x8 inputs at 0, 128, 256; weights at 384
 const W_DRAM: u64 = 384;
@@ -254,10 +254,20 @@ fn foreign_hardware_and_bad_host_ops_are_refused() {
     }
     let mut f = p;
     f.instrs[0] = read(X, BUF_A, 128, FlagOps::new().set(20)); // only 16 flags
-    assert!(matches!(
-        run(&f, &[], &Default::default()),
-        Err(SimError::Program(_))
-    ));
+    let e = run(&f, &[], &Default::default()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SimError::Rule(nnac_isa::error::ProgramError::Flag {
+                index: 0,
+                flag: 20,
+                hw_flags: 16,
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("instruction 0"), "{e}");
 }
 
 #[test]
@@ -273,15 +283,18 @@ fn inputs_are_checked() {
         scale: 1.0,
         zero_point: 0,
     });
-    for bad in [
-        vec![],
-        vec![("x".to_string(), vec![1u8; 3])],
-        vec![("z".to_string(), vec![1u8; 4])],
-    ] {
+    for bad in [vec![], vec![("z".to_string(), vec![1u8; 4])]] {
         assert!(
             matches!(run(&p, &bad, &Default::default()), Err(SimError::Input(_))),
             "{bad:?}"
         );
+    }
+    let short = [("x".to_string(), vec![1u8; 3])];
+    match run(&p, &short, &Default::default()) {
+        Err(SimError::InputData(IoError::Size {
+            name, needed, got, ..
+        })) => assert_eq!((name.as_str(), needed, got), ("x", 4, 3)),
+        other => panic!("expected a size error, got {other:?}"),
     }
     assert!(run(&p, &[("x".into(), vec![1; 4])], &Default::default()).is_ok());
 }

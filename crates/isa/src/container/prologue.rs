@@ -85,11 +85,10 @@ pub(super) fn read(
     }
     let at = r.error("");
     let body_start = r.u32()? as usize;
-    check_body_start(body_start, instrs, host_ops)
-        .map_err(|m| ContainerError {
-            message: m.to_string(),
-            ..at
-        })?;
+    check_body_start(body_start, instrs, host_ops).map_err(|m| ContainerError {
+        message: m.to_string(),
+        ..at
+    })?;
     r.finish()?;
     Ok(body_start)
 }

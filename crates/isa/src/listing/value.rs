@@ -176,10 +176,9 @@ pub fn from_hex(s: &str) -> Result<Vec<u8>, ValueError> {
     (0..s.len())
         .step_by(2)
         .map(|i| {
-            u8::from_str_radix(&s[i..i + 2], 16)
-                .map_err(|_| ValueError::BadHexByte {
-                    text: s[i..i + 2].to_string(),
-                })
+            u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| ValueError::BadHexByte {
+                text: s[i..i + 2].to_string(),
+            })
         })
         .collect()
 }
