@@ -4,7 +4,9 @@
 mod common;
 use common::*;
 use nnac_isa::*;
-use nnac_runtime_sim::{run, HazardKind, IoError, RunOptions, Schedule, SimError};
+use nnac_runtime_sim::{
+    run, ExecError, HazardKind, IoError, MemError, RunOptions, Schedule, SimError,
+};
 
 const X: u64 = 0; // DRAM: three 4x4x8 inputs at 0, 128, 256; weights at 384
 const W_DRAM: u64 = 384;
@@ -403,5 +405,29 @@ fn run_time_detection_agrees_with_the_static_checker() {
     assert!(
         variants > 20 && rejected > 5,
         "{variants} variants, {rejected} rejected"
+    );
+}
+
+/// A DMA outside the program's DRAM stops the run with an error naming the
+/// instruction (index and mnemonic) and the byte range, as typed fields.
+#[test]
+fn an_access_outside_dram_names_the_instruction_and_the_range() {
+    let mut instrs = pipeline();
+    instrs[2] = read(0x10_0000, BUF_B, 128, f().set(2));
+    let e = run(&program(instrs), &[], &opts(Schedule::Serial)).unwrap_err();
+    match &e {
+        SimError::Instr {
+            at,
+            error: ExecError::Mem(MemError::OutsideDram { addr, len, .. }),
+        } => {
+            assert_eq!((at.index, at.mnemonic), (2, "DMA_READ"));
+            assert_eq!((*addr, *len), (0x10_0000, 128));
+        }
+        other => panic!("expected an out-of-DRAM error, got {other:?}"),
+    }
+    let text = e.to_string();
+    assert!(
+        text.starts_with("instruction #2 DMA_READ: DRAM range [0x100000, 0x100080)"),
+        "{text}"
     );
 }
