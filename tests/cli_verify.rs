@@ -27,8 +27,10 @@ fn listing(conv_waits: &str) -> String {
 
 /// Assembles `text` into `dir/NAME.nnab`.
 fn write_program(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = assemble(text, &mut |f: &str| Err(format!("no side file {f}")))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let p = assemble(text, &mut |f: &str| {
+        Err(std::io::Error::other(format!("no side file {f}")))
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
     let path = dir.join(format!("{name}.nnab"));
     std::fs::write(&path, p.write().unwrap()).unwrap();
     path

@@ -16,7 +16,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let text = std::fs::read_to_string(&args.input)
         .map_err(|e| CliError::user(format!("cannot read {}: {e}", args.input.display())))?;
     let dir = args.input.parent().map(PathBuf::from).unwrap_or_default();
-    let mut load = |name: &str| std::fs::read(dir.join(name)).map_err(|e| e.to_string());
+    let mut load = |name: &str| std::fs::read(dir.join(name));
     let program = nnac_isa::listing::assemble(&text, &mut load)
         .map_err(|e| CliError::user(format!("{}: {e}", args.input.display())))?;
     let bytes = program

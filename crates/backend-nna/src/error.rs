@@ -7,7 +7,7 @@ use nnac_ir::DType;
 use std::fmt;
 
 /// A node the NNA backend cannot lower, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct UnsupportedNode {
     pub node: String,
     pub reason: Refusal,
@@ -23,7 +23,7 @@ impl UnsupportedNode {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum BackendError {
     /// The graph fails `nnac_ir::verify` (one line per verifier error).
     Invalid(Vec<String>),
@@ -125,7 +125,7 @@ pub enum Limit {
 }
 
 /// Why the NNA backend cannot lower a node (or a value it reads).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Refusal {
     /// `operand` (`"input"`, `"input A"`, `"graph output"`, ...) is not an activation
     /// in SRAM or DRAM.
@@ -224,7 +224,7 @@ pub enum Refusal {
     /// An ELTWISE without its input rescaling.
     EltwiseRescaleMissing,
     /// A host-op tensor whose I/O descriptor the container refuses.
-    Descriptor { detail: String },
+    Descriptor(nnac_isa::error::DescError),
     /// A backend error met while lowering the node (its text without the node).
     Backend(Box<BackendError>),
 }
@@ -335,7 +335,7 @@ impl fmt::Display for Refusal {
             R::DeconvZeroPoint => write!(f, "deconvolution input zero point is not 0"),
             R::EpilogueNotQuantized => write!(f, "epilogue is not quantized"),
             R::EltwiseRescaleMissing => write!(f, "eltwise input rescaling missing"),
-            R::Descriptor { detail } => write!(f, "{detail}"),
+            R::Descriptor(e) => write!(f, "{e}"),
             R::Backend(e) => write!(f, "{e}"),
         }
     }

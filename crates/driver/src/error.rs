@@ -67,6 +67,49 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// An input file's tensor that does not fit an input (always the user's; the
+/// caller prefixes the file). One rule for `compile --calib`, `eval --input` and
+/// `run --input` (see `frame_shape.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputFileError {
+    /// A stacked tensor with a leading dimension of 0.
+    NoFrames { input: String },
+    /// A shape that is neither one frame nor `N` stacked frames.
+    Shape {
+        input: String,
+        frame: Vec<usize>,
+        got: Vec<usize>,
+    },
+    /// Data of a type the input cannot take (`wanted`: its own code type).
+    Dtype {
+        input: String,
+        wanted: &'static str,
+        got: &'static str,
+    },
+}
+
+impl fmt::Display for InputFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InputFileError::NoFrames { input } => {
+                write!(f, "input '{input}': the file holds 0 frames")
+            }
+            InputFileError::Shape { input, frame, got } => write!(
+                f,
+                "input '{input}' expects shape {fr} (or Nx{fr} for N frames), the file has {}",
+                nnac_ir::shape_str(got),
+                fr = nnac_ir::shape_str(frame),
+            ),
+            InputFileError::Dtype { input, wanted, got } => write!(
+                f,
+                "input '{input}' needs float32 or {wanted} data, the file holds {got}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for InputFileError {}
+
 /// Writes `bytes` to `path` atomically (temp file + rename), so a failed command
 /// never leaves a partial output file behind.
 pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<(), Error> {

@@ -19,7 +19,7 @@ pub struct ModelArgs {
     pub weights: Option<PathBuf>,
     /// Fixes the shape of a graph input with dynamic dimensions, e.g.
     /// `--input-shape x=1x3x640x640` (repeatable, one per input).
-    #[cfg_attr(feature = "cli", arg(long = "input-shape", value_name = "NAME=SHAPE", value_parser = input_shape_arg))]
+    #[cfg_attr(feature = "cli", arg(long = "input-shape", value_name = "NAME=SHAPE", value_parser = parse_input_shape))]
     pub input_shape: Vec<(String, Vec<usize>)>,
 }
 
@@ -57,12 +57,6 @@ pub fn parse_input_shape(s: &str) -> Result<(String, Vec<usize>), Error> {
         .map(|d| parse_dim(s, d.trim()))
         .collect::<Result<Vec<usize>, Error>>()?;
     Ok((name.to_string(), shape))
-}
-
-/// clap's value parser: the same rule, the error as text.
-#[cfg(feature = "cli")]
-fn input_shape_arg(s: &str) -> Result<(String, Vec<usize>), String> {
-    parse_input_shape(s).map_err(|e| e.to_string())
 }
 
 fn parse_dim(whole: &str, d: &str) -> Result<usize, Error> {

@@ -6,7 +6,7 @@
 //! An input tensor of exactly the descriptor's shape is one frame; one with an extra
 //! leading dimension N is N frames, and the outputs are then stacked the same way.
 
-use crate::error::Error;
+use crate::error::{Error, InputFileError};
 use crate::frame_shape::frames_in;
 use crate::frames::{load_frames, Preprocess};
 use nnac_interp::host::dequantize;
@@ -114,7 +114,7 @@ pub fn tensor_inputs(sim: &Simulator, feeds: &[(String, Tensor)]) -> Result<Fram
             .iter()
             .find(|(n, _)| *n == d.name)
             .ok_or_else(|| Error::user(format!("missing input '{}'", d.name)))?;
-        let (frames, stacked) = quantize_input(d, t).map_err(Error::user)?;
+        let (frames, stacked) = quantize_input(d, t).map_err(|e| Error::user(e.to_string()))?;
         per_input.push(PerInput {
             name: d.name.clone(),
             frames,
@@ -178,7 +178,7 @@ pub fn quantize(x: f32, d: &IoDesc) -> u8 {
 }
 
 /// The input's frames as raw codes, and whether the tensor had the frame dimension.
-pub fn quantize_input(d: &IoDesc, t: &Tensor) -> Result<(Vec<Vec<u8>>, bool), String> {
+pub fn quantize_input(d: &IoDesc, t: &Tensor) -> Result<(Vec<Vec<u8>>, bool), InputFileError> {
     let want: Vec<usize> = d.shape.iter().map(|&s| s as usize).collect();
     let (n, stacked) = frames_in(&d.name, &t.shape, &want)?;
     let codes: Vec<u8> = match (&t.data, d.dtype) {
@@ -186,12 +186,11 @@ pub fn quantize_input(d: &IoDesc, t: &Tensor) -> Result<(Vec<Vec<u8>>, bool), St
         (TensorData::I8(v), IoDtype::Int8) => v.iter().map(|&x| x as u8).collect(),
         (TensorData::U8(v), IoDtype::Uint8) => v.clone(),
         (other, _) => {
-            return Err(format!(
-                "input '{}' needs float32 or {} data, the file holds {}",
-                d.name,
-                d.dtype.name(),
-                other.dtype().name()
-            ))
+            return Err(InputFileError::Dtype {
+                input: d.name.clone(),
+                wanted: d.dtype.name(),
+                got: other.dtype().name(),
+            })
         }
     };
     let per = want.iter().product::<usize>();
@@ -344,6 +343,13 @@ mod tests {
         let bad = Tensor::f32(vec![2, 2], vec![0.0; 4]).unwrap();
         assert!(quantize_input(&d, &bad).is_err());
         let wrong_type = Tensor::new(vec![1, 2], TensorData::U8(vec![1, 2])).unwrap();
-        assert!(quantize_input(&d, &wrong_type).is_err());
+        assert_eq!(
+            quantize_input(&d, &wrong_type),
+            Err(InputFileError::Dtype {
+                input: d.name.clone(),
+                wanted: "int8",
+                got: "u8"
+            })
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! Interpreter errors: each names the node (its source-model name) at fault.
 
+use crate::kernels::KernelError;
 use std::fmt;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -8,13 +9,18 @@ pub struct InterpError {
     /// the set of inputs).
     pub node: String,
     pub msg: String,
+    /// The kernel's own error when a kernel refused the node (`msg` then holds the
+    /// op and this error's text), for callers that match on it.
+    pub kernel: Option<KernelError>,
 }
 
 impl InterpError {
+    /// An error about node `node` (its source name).
     pub fn at(node: &str, msg: impl Into<String>) -> Self {
         InterpError {
             node: node.to_string(),
             msg: msg.into(),
+            kernel: None,
         }
     }
 }
@@ -36,6 +42,7 @@ impl From<nnac_ir::IrError> for InterpError {
         InterpError {
             node: e.node,
             msg: e.msg,
+            kernel: None,
         }
     }
 }

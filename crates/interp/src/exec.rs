@@ -255,7 +255,10 @@ fn compute<'g>(
                 (Operand::Borrowed(f32_data(t)), t.shape.clone())
             }
         };
-        kernels::eval(&node.op, x, &x_shape, &views, &out_shape).map_err(&err)?
+        kernels::eval(&node.op, x, &x_shape, &views, &out_shape).map_err(|e| InterpError {
+            kernel: Some(e.clone()),
+            ..err(e.to_string())
+        })?
     };
     for v in &ins {
         let n = uses.get_mut(v).expect("every input edge was counted");

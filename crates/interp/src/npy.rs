@@ -104,8 +104,9 @@ impl FileType {
         }
     }
 
-    /// Parses a `descr` such as `<f4` or `|u1`.
-    fn from_descr(d: &str) -> Option<Result<FileType, String>> {
+    /// Parses a `descr` such as `<f4` or `|u1`: `None` for an unknown type,
+    /// `Some(None)` for a known type stored big-endian (not supported).
+    fn from_descr(d: &str) -> Option<Option<FileType>> {
         let (order, code) = d.split_at_checked(1)?;
         let ty = match code {
             "f4" => FileType::F32,
@@ -117,9 +118,9 @@ impl FileType {
             _ => return None,
         };
         Some(match order {
-            "<" | "=" | "|" => Ok(ty),
-            ">" if ty.size() == 1 => Ok(ty),
-            ">" => Err(format!("big-endian data '{d}' is not supported")),
+            "<" | "=" | "|" => Some(ty),
+            ">" if ty.size() == 1 => Some(ty),
+            ">" => None,
             _ => return None,
         })
     }
@@ -236,8 +237,13 @@ fn parse_header(h: &str, base: usize) -> Result<Meta, NpyError> {
     let end = p.offset();
     let (descr, descr_at) = descr.ok_or_else(|| NpyError::at(end, "header has no 'descr'"))?;
     let ty = match FileType::from_descr(&descr) {
-        Some(Ok(t)) => t,
-        Some(Err(m)) => return Err(NpyError::at(descr_at, m)),
+        Some(Some(t)) => t,
+        Some(None) => {
+            return Err(NpyError::at(
+                descr_at,
+                format!("big-endian data '{descr}' is not supported"),
+            ))
+        }
         None => {
             return Err(NpyError::at(
                 descr_at,

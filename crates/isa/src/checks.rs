@@ -2,6 +2,7 @@
 //! shapes, groups, pooling and tile bounds. Shared by the backend (to assert what it
 //! emits) and the simulator (to refuse bad programs).
 
+use crate::error::CheckError;
 use crate::field::Fields;
 use crate::hw::HwConfig;
 use crate::instr::Instr;
@@ -77,23 +78,23 @@ impl DotProduct {
 
     /// Checks the rules of docs/ISA.md section 5 for this instruction (field ranges
     /// first, so no arithmetic below can overflow or divide by zero).
-    pub fn check(&self, kind: DotKind) -> Result<(), String> {
+    pub fn check(&self, kind: DotKind) -> Result<(), CheckError> {
         let mut scratch = [0u8; DotProduct::SIZE];
-        self.pack(&mut scratch, "CONV").map_err(|e| e.message)?;
+        self.pack(&mut scratch, "CONV").map_err(CheckError::Field)?;
         self.check_pool_fields()?;
         if !self.in_c.is_multiple_of(self.groups) || !self.out_c.is_multiple_of(self.groups) {
-            return Err(format!(
-                "in_c {} and out_c {} must be divisible by groups {}",
-                self.in_c, self.out_c, self.groups
-            ));
+            return Err(CheckError::Groups {
+                in_c: self.in_c,
+                out_c: self.out_c,
+                groups: self.groups,
+            });
         }
         if self.expected_out_hw(kind) != Some((self.out_h, self.out_w)) {
-            return Err(format!(
-                "out_h x out_w = {}x{} does not match the input geometry ({:?})",
-                self.out_h,
-                self.out_w,
-                self.expected_out_hw(kind)
-            ));
+            return Err(CheckError::Geometry {
+                out_h: self.out_h,
+                out_w: self.out_w,
+                expected: self.expected_out_hw(kind),
+            });
         }
         check_tile(
             self.pix_start,
@@ -108,10 +109,8 @@ impl DotProduct {
     }
 
     /// The input and the stored output tensor.
-    pub fn act_layouts(&self) -> Result<[ActLayout; 2], String> {
-        let (sh, sw) = self
-            .stored_hw()
-            .ok_or("pooling window larger than the padded output")?;
+    pub fn act_layouts(&self) -> Result<[ActLayout; 2], CheckError> {
+        let (sh, sw) = self.stored_hw().ok_or(CheckError::PoolWindow)?;
         Ok([
             ActLayout::new(
                 (self.in_h, self.in_w, self.in_c),
@@ -126,16 +125,19 @@ impl DotProduct {
         ])
     }
 
-    fn check_pool_fields(&self) -> Result<(), String> {
+    fn check_pool_fields(&self) -> Result<(), CheckError> {
         match self.pool {
             PoolKind::None
                 if self.pool_win != 0 || self.pool_stride != 0 || self.pool_pads() != 0 =>
             {
-                Err("pool=none needs pool_win, pool_stride and pool pads of 0".into())
+                Err(CheckError::PoolFieldsWithoutPool)
             }
             PoolKind::None => Ok(()),
             _ if !(2..=3).contains(&self.pool_win) || !(1..=2).contains(&self.pool_stride) => {
-                Err("pooling needs pool_win 2 or 3 and pool_stride 1 or 2".into())
+                Err(CheckError::PoolShape {
+                    win: self.pool_win,
+                    stride: self.pool_stride,
+                })
             }
             _ => Ok(()),
         }
@@ -146,9 +148,14 @@ impl DotProduct {
     }
 }
 
-fn check_tile(start: u32, count: u32, total: u64, what: &str) -> Result<(), String> {
+fn check_tile(start: u32, count: u32, total: u64, what: &'static str) -> Result<(), CheckError> {
     if u64::from(start) + u64::from(count) > total {
-        return Err(format!("{what} tile {start}+{count} exceeds {total}"));
+        return Err(CheckError::Tile {
+            what,
+            start,
+            count,
+            total,
+        });
     }
     Ok(())
 }
@@ -193,18 +200,18 @@ impl ActLayout {
 
     /// No two elements share a byte: the dimensions of extent > 1, ordered by pitch,
     /// are nested (each pitch is at least the span of the smaller ones).
-    pub fn check(&self, what: &str) -> Result<(), String> {
+    pub fn check(&self, what: &'static str) -> Result<(), CheckError> {
         self.check_dims(what, false)
     }
 
     /// [`ActLayout::check`] for a tensor that is only read (ELTWISE's operands): a row
     /// or pixel pitch of 0 broadcasts along that dimension (every row or pixel reads
     /// the same bytes); the other dimensions must still not overlap.
-    pub fn check_read(&self, what: &str) -> Result<(), String> {
+    pub fn check_read(&self, what: &'static str) -> Result<(), CheckError> {
         self.check_dims(what, true)
     }
 
-    fn check_dims(&self, what: &str, broadcast: bool) -> Result<(), String> {
+    fn check_dims(&self, what: &'static str, broadcast: bool) -> Result<(), CheckError> {
         let extent = |pitch: u32, n: u32| if broadcast && pitch == 0 { 1 } else { n };
         let mut dims = [
             (self.row, extent(self.row, self.h), "row"),
@@ -218,11 +225,13 @@ impl ActLayout {
                 continue;
             }
             if u64::from(pitch) < span {
-                return Err(format!(
-                    "{what} pitches overlap: {name}_pitch {pitch} < {span} bytes of the smaller \
-                     dimensions (row {}, pix {}, chan {}; H {} W {} C {})",
-                    self.row, self.pix, self.chan, self.h, self.w, self.c
-                ));
+                return Err(CheckError::Overlap {
+                    tensor: what,
+                    pitch_name: name,
+                    pitch,
+                    span,
+                    layout: *self,
+                });
             }
             span += u64::from(n - 1) * u64::from(pitch);
         }
@@ -231,22 +240,25 @@ impl ActLayout {
 
     /// The tensor lies inside an SRAM of `sram_bytes` (the instruction's own `check`
     /// has checked its pitches).
-    pub fn check_in(&self, what: &str, sram_bytes: u64) -> Result<(), String> {
+    pub fn check_in(&self, what: &'static str, sram_bytes: u64) -> Result<(), CheckError> {
         if self.end() > sram_bytes {
-            return Err(format!(
-                "{what} tensor at 0x{:x} ends at 0x{:x}, beyond the SRAM ({sram_bytes} bytes)",
-                self.addr,
-                self.end()
-            ));
+            return Err(CheckError::BeyondSram {
+                tensor: what,
+                addr: self.addr,
+                end: self.end(),
+                sram_bytes,
+            });
         }
         Ok(())
     }
 }
 
 impl Scale {
-    pub fn check(&self) -> Result<(), String> {
+    /// Checks the rules of docs/ISA.md section 5 for this instruction.
+    pub fn check(&self) -> Result<(), CheckError> {
         let mut scratch = [0u8; Scale::SIZE];
-        self.pack(&mut scratch, "SCALE").map_err(|e| e.message)?;
+        self.pack(&mut scratch, "SCALE")
+            .map_err(CheckError::Field)?;
         check_tile(
             self.pix_start,
             self.pix_count,
@@ -278,9 +290,11 @@ impl Scale {
 }
 
 impl Eltwise {
-    pub fn check(&self) -> Result<(), String> {
+    /// Checks the rules of docs/ISA.md section 5 for this instruction.
+    pub fn check(&self) -> Result<(), CheckError> {
         let mut scratch = [0u8; Eltwise::SIZE];
-        self.pack(&mut scratch, "ELTWISE").map_err(|e| e.message)?;
+        self.pack(&mut scratch, "ELTWISE")
+            .map_err(CheckError::Field)?;
         check_tile(
             self.pix_start,
             self.pix_count,
@@ -318,17 +332,17 @@ impl Eltwise {
 }
 
 /// Checks one instruction's semantic rules and its flags against `hw`.
-pub fn check_instr(ins: &Instr, hw: &HwConfig) -> Result<(), String> {
+pub fn check_instr(ins: &Instr, hw: &HwConfig) -> Result<(), CheckError> {
     if let Some(f) = ins.flags().all().highest() {
         if f >= hw.flags {
-            return Err(format!(
-                "uses flag F{f} but the hardware has {} flags",
-                hw.flags
-            ));
+            return Err(CheckError::Flag {
+                flag: f,
+                hw_flags: hw.flags,
+            });
         }
     }
     let sram = hw.sram_bytes;
-    let named = |v: &[ActLayout], names: &[&str]| -> Result<(), String> {
+    let named = |v: &[ActLayout], names: &[&'static str]| -> Result<(), CheckError> {
         v.iter()
             .zip(names)
             .try_for_each(|(l, n)| l.check_in(n, sram))
@@ -396,13 +410,33 @@ mod tests {
         assert_eq!(c.check(DotKind::Conv), Ok(()));
         let mut bad = c.clone();
         bad.out_h = 7;
-        assert!(bad.check(DotKind::Conv).unwrap_err().contains("geometry"));
+        let e = bad.check(DotKind::Conv).unwrap_err();
+        assert_eq!(
+            e,
+            CheckError::Geometry {
+                out_h: 7,
+                out_w: 8,
+                expected: Some((8, 8))
+            }
+        );
+        assert!(e.to_string().contains("geometry"), "{e}");
         let mut g = c.clone();
         g.groups = 2;
-        assert!(g.check(DotKind::Conv).unwrap_err().contains("groups"));
+        assert!(matches!(
+            g.check(DotKind::Conv),
+            Err(CheckError::Groups { groups: 2, .. })
+        ));
         let mut t = c.clone();
         t.pix_start = 1;
-        assert!(t.check(DotKind::Conv).unwrap_err().contains("tile"));
+        assert_eq!(
+            t.check(DotKind::Conv),
+            Err(CheckError::Tile {
+                what: "pixel",
+                start: 1,
+                count: 64,
+                total: 64
+            })
+        );
     }
 
     #[test]
@@ -450,7 +484,20 @@ mod tests {
         // Channel planes overlapping the rows of the previous one.
         let mut o = p.clone();
         o.in_chan_pitch = 63;
-        assert!(o.check(DotKind::Conv).unwrap_err().contains("overlap"));
+        let e = o.check(DotKind::Conv).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                CheckError::Overlap {
+                    tensor: "input",
+                    pitch_name: "chan",
+                    pitch: 63,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("overlap"), "{e}");
         // A zero channel pitch with several channels puts them on one byte.
         o.in_chan_pitch = 0;
         assert!(o.check(DotKind::Conv).is_err());
@@ -462,7 +509,17 @@ mod tests {
         let mut far = p.clone();
         far.out_addr = (hw.sram_bytes - 64) as u32;
         let e = check_instr(&Instr::Conv(far), &hw).unwrap_err();
-        assert!(e.contains("beyond the SRAM"), "{e}");
+        assert!(
+            matches!(
+                e,
+                CheckError::BeyondSram {
+                    tensor: "output",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("beyond the SRAM"), "{e}");
         // Hostile maximal pitches and sizes: an error, no overflow.
         let mut big = p;
         (big.in_h, big.in_w, big.in_c) = (65535, 65535, 65535);

@@ -6,7 +6,7 @@
 //! assembler and the docs check all read them.
 
 use crate::bits;
-use crate::error::{DecodeError, EncodeError};
+use crate::error::{DecodeError, EncodeError, FieldError};
 
 /// How a field's value is written in listings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,20 +216,25 @@ pub trait Fields {
     /// Current values, in table order.
     fn values(&self) -> Vec<i64>;
     /// Sets one field by name; range-checked.
-    fn set(&mut self, name: &str, value: i64) -> Result<(), String>;
+    fn set(&mut self, name: &str, value: i64) -> Result<(), FieldError>;
     /// Packs all table fields into `buf` (the instruction's bytes).
     fn pack(&self, buf: &mut [u8], mnemonic: &'static str) -> Result<(), EncodeError>;
 }
 
 /// Converts a field value read from the wire or the assembler into its type.
-pub fn typed<T: FieldValue>(spec: &FieldSpec, v: i64) -> Result<T, String> {
+pub fn typed<T: FieldValue>(spec: &FieldSpec, v: i64) -> Result<T, FieldError> {
     if v < spec.min || v > spec.max {
-        return Err(format!(
-            "field {} = {v} is out of range {}..={}",
-            spec.name, spec.min, spec.max
-        ));
+        return Err(FieldError::OutOfRange {
+            field: spec.name,
+            value: v,
+            min: spec.min,
+            max: spec.max,
+        });
     }
-    T::from_i64(v).ok_or_else(|| format!("field {} cannot hold {v}", spec.name))
+    T::from_i64(v).ok_or(FieldError::NotRepresentable {
+        field: spec.name,
+        value: v,
+    })
 }
 
 /// Declares one instruction layout: a struct with one public member per field and
@@ -294,7 +299,7 @@ macro_rules! layout {
                 vec![ $( $crate::field::FieldValue::to_i64(self.$f) ),* ]
             }
             #[allow(unused_assignments, unused_mut, unused_variables)]
-            fn set(&mut self, name: &str, value: i64) -> Result<(), String> {
+            fn set(&mut self, name: &str, value: i64) -> Result<(), $crate::error::FieldError> {
                 let mut i = 0;
                 $(
                     if name == stringify!($f) {
@@ -304,7 +309,7 @@ macro_rules! layout {
                     i += 1;
                 )*
                 let _ = value;
-                Err(format!("unknown field '{name}'"))
+                Err($crate::error::FieldError::Unknown { field: name.to_string() })
             }
             fn pack(&self, buf: &mut [u8], mnemonic: &'static str) -> Result<(), $crate::error::EncodeError> {
                 let values = self.values();

@@ -9,7 +9,7 @@
 //! 2 slots per list, compute instructions 8.
 
 use crate::bits;
-use crate::error::{DecodeError, EncodeError};
+use crate::error::{DecodeError, EncodeError, FlagError};
 use crate::field::FieldSpec;
 
 /// Bits per flag slot.
@@ -37,12 +37,9 @@ impl FlagSet {
         self.try_insert(flag).expect("flag index out of range");
     }
     /// Adds `flag`, or errs if it is not encodable.
-    pub fn try_insert(&mut self, flag: u32) -> Result<(), String> {
+    pub fn try_insert(&mut self, flag: u32) -> Result<(), FlagError> {
         if flag >= MAX_FLAGS {
-            return Err(format!(
-                "flag F{flag} is out of range F0..F{}",
-                MAX_FLAGS - 1
-            ));
+            return Err(FlagError::OutOfRange { flag });
         }
         self.0 |= 1u128 << flag;
         Ok(())
@@ -83,7 +80,7 @@ impl FlagSet {
             .join(",")
     }
     /// Parses `F0,F3` (or `-` / empty for the empty set).
-    pub fn parse(text: &str) -> Result<FlagSet, String> {
+    pub fn parse(text: &str) -> Result<FlagSet, FlagError> {
         let mut s = FlagSet::EMPTY;
         if text.is_empty() || text == "-" {
             return Ok(s);
@@ -93,7 +90,9 @@ impl FlagSet {
                 .strip_prefix('F')
                 .or_else(|| part.strip_prefix('f'))
                 .and_then(|d| d.parse::<u32>().ok())
-                .ok_or_else(|| format!("bad flag '{part}' (expected F<number>)"))?;
+                .ok_or_else(|| FlagError::Syntax {
+                    part: part.to_string(),
+                })?;
             s.try_insert(n)?;
         }
         Ok(s)
@@ -263,7 +262,7 @@ impl FlagLayout {
                 prev = v;
                 ops.list_mut(li)
                     .try_insert((v - 1) as u32)
-                    .map_err(|m| err(&m))?;
+                    .map_err(|m| err(&m.to_string()))?;
             }
         }
         Ok(ops)

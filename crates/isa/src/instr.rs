@@ -280,10 +280,10 @@ pub fn decode_program(stream: &[u8]) -> Result<Vec<Located>, DecodeError> {
 
 /// Checks the rules `decode_program` enforces, for a program about to be written:
 /// the last instruction is STOP.
-pub fn check_program(instrs: &[Instr]) -> Result<(), String> {
+pub fn check_program(instrs: &[Instr]) -> Result<(), crate::error::ProgramError> {
     match instrs.last() {
         Some(Instr::Stop(_)) => Ok(()),
-        _ => Err("program does not end with STOP".into()),
+        _ => Err(crate::error::ProgramError::NoFinalStop),
     }
 }
 

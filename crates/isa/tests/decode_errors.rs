@@ -1,6 +1,7 @@
 //! Decode errors name the byte offset; the instruction tables are well formed.
 
 use nnac_isa::encoding::reserved_ranges;
+use nnac_isa::error::ProgramError;
 use nnac_isa::instr::Class;
 use nnac_isa::*;
 
@@ -202,11 +203,29 @@ fn located_matches_the_decoder_and_hw_is_checked() {
         flags: 32,
         ..HwConfig::fsd()
     };
-    assert!(p
-        .require_hw(&other)
-        .unwrap_err()
-        .contains("different hardware"));
+    let e = p.require_hw(&other).unwrap_err();
+    assert_eq!(
+        e,
+        ProgramError::HwMismatch {
+            program: HwConfig::fsd().fingerprint(),
+            target: other.fingerprint(),
+        }
+    );
+    assert!(e.to_string().contains("different hardware"), "{e}");
     *p.instrs[0].flags_mut() = FlagOps::new().set(40);
     p.meta.hw = other;
-    assert!(p.check_hw().unwrap_err().contains("F40"));
+    let e = p.check_hw().unwrap_err();
+    assert_eq!(
+        e,
+        ProgramError::Flag {
+            index: 0,
+            mnemonic: p.instrs[0].mnemonic(),
+            flag: 40,
+            hw_flags: 32,
+        }
+    );
+    assert!(
+        e.to_string().contains("instruction 0") && e.to_string().contains("F40"),
+        "{e}"
+    );
 }

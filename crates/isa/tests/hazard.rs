@@ -318,13 +318,24 @@ fn flags_beyond_the_hardware_are_found() {
 fn unanalysable_programs_are_errors_naming_the_instruction() {
     let mut p = single();
     p.instrs.pop();
-    assert!(hazard::check_program(&p).is_err());
+    assert_eq!(
+        hazard::check_program(&p),
+        Err(hazard::HazardError::Program(
+            nnac_isa::error::ProgramError::NoFinalStop
+        ))
+    );
     let mut p = single();
     if let Instr::Conv(d) = &mut p.instrs[2] {
         d.out_h = 3;
     }
     let e = hazard::check_program(&p).unwrap_err();
-    assert_eq!(e.instr.unwrap().index, 2);
+    match &e {
+        hazard::HazardError::Instr {
+            instr,
+            error: nnac_isa::error::CheckError::Geometry { out_h: 3, .. },
+        } => assert_eq!(instr.index, 2),
+        other => panic!("{other:?}"),
+    }
     assert!(e.to_string().contains("#2 CONV"), "{e}");
 }
 

@@ -7,12 +7,12 @@ use std::collections::BTreeSet;
 
 fn every_op() -> Program {
     let text = include_str!("data/every_op.s");
-    let mut no_files = |n: &str| Err(format!("unexpected side file {n}"));
+    let mut no_files = |n: &str| Err(std::io::Error::other(format!("unexpected side file {n}")));
     assemble(text, &mut no_files).unwrap_or_else(|e| panic!("every_op.s: {e}"))
 }
 
 fn asm_err(text: &str) -> listing::AsmError {
-    let mut no_files = |_: &str| Err("no files".to_string());
+    let mut no_files = |_: &str| Err(std::io::Error::other("no files"));
     assemble(text, &mut no_files).unwrap_err()
 }
 
@@ -73,7 +73,7 @@ fn disassembly_reassembles_identically() {
     let p = every_op();
     let bytes = p.write().unwrap();
     let dis = disassemble(&p, None);
-    let mut no_files = |_: &str| Err("no files".to_string());
+    let mut no_files = |_: &str| Err(std::io::Error::other("no files"));
     let q = assemble(&dis.text, &mut no_files).unwrap();
     assert_eq!(q.write().unwrap(), bytes);
 }
@@ -180,7 +180,8 @@ fn layer_table_shows_in_every_listing_and_round_trips() {
     assert!(last["layer"].is_null());
     let text = nnac_isa::listing::disassemble(&p, None).text;
     assert!(text.contains(".layers\n.layer \"conv1\"\n"), "{text}");
-    let mut load = |_: &str| -> Result<Vec<u8>, String> { Err("no side files".into()) };
+    let mut load =
+        |_: &str| -> std::io::Result<Vec<u8>> { Err(std::io::Error::other("no side files")) };
     let back = nnac_isa::listing::assemble(&text, &mut load).unwrap();
     assert_eq!(back.write().unwrap(), p.write().unwrap());
     let bytes = p.write().unwrap();

@@ -47,7 +47,7 @@ proptest! {
         let bytes = p.write().unwrap();
         let dis = disassemble(&p, side.then_some("L.s.dram.bin"));
         let files: BTreeMap<String, Vec<u8>> = dis.side_files.iter().cloned().collect();
-        let mut load = |n: &str| files.get(n).cloned().ok_or_else(|| "no such file".to_string());
+        let mut load = |n: &str| files.get(n).cloned().ok_or_else(|| std::io::Error::other("no such file"));
         let q = assemble(&dis.text, &mut load).map_err(|e| TestCaseError::fail(format!("{e}\n{}", dis.text)))?;
         prop_assert_eq!(q.write().unwrap(), bytes);
     }

@@ -211,7 +211,8 @@ fn host_ops_round_trip_through_the_container_and_the_listing() {
         "{}",
         d.text
     );
-    let mut load = |_: &str| -> Result<Vec<u8>, String> { Err("no side files".into()) };
+    let mut load =
+        |_: &str| -> std::io::Result<Vec<u8>> { Err(std::io::Error::other("no side files")) };
     let back = nnac_isa::listing::assemble(&d.text, &mut load).unwrap();
     assert_eq!(back.write().unwrap(), bytes);
     let table = nnac_isa::listing::table::listing(&p);
@@ -335,7 +336,8 @@ fn a_resident_program_is_clean_and_round_trips() {
 
     let d = nnac_isa::listing::disassemble(&p, None);
     assert!(d.text.contains("STOP  ; #1 @32\n.body"), "{}", d.text);
-    let mut load = |_: &str| -> Result<Vec<u8>, String> { Err("no side files".into()) };
+    let mut load =
+        |_: &str| -> std::io::Result<Vec<u8>> { Err(std::io::Error::other("no side files")) };
     let back = nnac_isa::listing::assemble(&d.text, &mut load).unwrap();
     assert_eq!(back.write().unwrap(), bytes);
 
@@ -457,7 +459,8 @@ fn malformed_prologue_sections_name_the_offset() {
 #[test]
 fn listing_errors_name_the_body_line() {
     let d = nnac_isa::listing::disassemble(&resident(IN), None).text;
-    let mut load = |_: &str| -> Result<Vec<u8>, String> { Err("no side files".into()) };
+    let mut load =
+        |_: &str| -> std::io::Result<Vec<u8>> { Err(std::io::Error::other("no side files")) };
     // `.body` twice.
     let twice = d.replace(".body", ".body\n.body");
     let e = nnac_isa::listing::assemble(&twice, &mut load).unwrap_err();
@@ -467,7 +470,8 @@ fn listing_errors_name_the_body_line() {
     let k = lines.iter().position(|l| l.starts_with(".body")).unwrap();
     let mut moved: Vec<&str> = lines.clone();
     moved.swap(k, k + 1);
-    let mut load = |_: &str| -> Result<Vec<u8>, String> { Err("no side files".into()) };
+    let mut load =
+        |_: &str| -> std::io::Result<Vec<u8>> { Err(std::io::Error::other("no side files")) };
     let e = nnac_isa::listing::assemble(&moved.join("\n"), &mut load).unwrap_err();
     assert_eq!(e.line, k + 2, "{e}");
     assert!(e.message.contains(".body"), "{e}");

@@ -25,8 +25,52 @@
 use nnac_ir::{DType, Graph, Tensor};
 use nnac_isa::{IoDir, IoDtype, Program};
 use nnac_runtime_sim::{RunOptions, Schedule, Simulator};
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// Why a reference timing (the CLI process, ONNX Runtime) was not measured.
+#[derive(Debug)]
+enum BenchError {
+    /// A tool the measurement runs is not there.
+    Missing { path: PathBuf },
+    /// A file or process could not be made or started.
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The program could not be encoded.
+    Encode(nnac_isa::ContainerError),
+    /// The frame could not be written as `.npy`.
+    Npy(nnac_interp::npy::NpyError),
+    /// The tool ran and failed.
+    Failed { tool: &'static str, stderr: String },
+    /// The tool's JSON line lacks `key`.
+    NoField { key: String, stdout: String },
+}
+
+impl fmt::Display for BenchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BenchError::Missing { path } => {
+                write!(f, "{} missing: cargo build --release", path.display())
+            }
+            BenchError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            BenchError::Encode(e) => write!(f, "{e}"),
+            BenchError::Npy(e) => write!(f, "{e}"),
+            BenchError::Failed { tool, stderr } => write!(f, "{tool} failed: {stderr}"),
+            BenchError::NoField { key, stdout } => write!(f, "no {key} in {stdout:?}"),
+        }
+    }
+}
+
+/// An I/O error on `path`.
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> BenchError + '_ {
+    move |source| BenchError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
 
 const THREADS: usize = 2;
 
@@ -211,18 +255,17 @@ fn time_cli(
     frame: &Tensor,
     want: &[Vec<u8>],
     runs: usize,
-) -> Result<f64, String> {
+) -> Result<f64, BenchError> {
     let nnac = workspace_path("target/release/nnac");
     if !nnac.exists() {
-        return Err(format!("{} missing: cargo build --release", nnac.display()));
+        return Err(BenchError::Missing { path: nnac });
     }
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("resnet50_vs_ort");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     let prog = dir.join("resnet50.nnab");
-    std::fs::write(&prog, program.write().map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
+    std::fs::write(&prog, program.write().map_err(BenchError::Encode)?).map_err(io_err(&prog))?;
     let npy = dir.join("frame.npy");
-    nnac_interp::npy::write_npy(&npy, frame).map_err(|e| e.to_string())?;
+    nnac_interp::npy::write_npy(&npy, frame).map_err(BenchError::Npy)?;
     let out = dir.join("cli-out");
     let mut times = Vec::new();
     for _ in 0..runs.clamp(1, 5) {
@@ -237,13 +280,13 @@ fn time_cli(
             .arg(&out)
             .env("RAYON_NUM_THREADS", THREADS.to_string())
             .output()
-            .map_err(|e| format!("{}: {e}", nnac.display()))?;
+            .map_err(io_err(&nnac))?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
         if !o.status.success() {
-            return Err(format!(
-                "nnac run failed: {}",
-                String::from_utf8_lossy(&o.stderr)
-            ));
+            return Err(BenchError::Failed {
+                tool: "nnac run",
+                stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+            });
         }
     }
     let got: Vec<Vec<u8>> = program
@@ -273,11 +316,11 @@ fn time_cli(
 }
 
 /// Runs the ONNX Runtime script; returns its timing.
-fn time_ort(model: &Path, frame: &Tensor, runs: usize) -> Result<Timing, String> {
+fn time_ort(model: &Path, frame: &Tensor, runs: usize) -> Result<Timing, BenchError> {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("resnet50_vs_ort");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     let npy = dir.join("frame.npy");
-    nnac_interp::npy::write_npy(&npy, frame).map_err(|e| e.to_string())?;
+    nnac_interp::npy::write_npy(&npy, frame).map_err(BenchError::Npy)?;
     let python = std::env::var_os("NNAC_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_path(".venv/bin/python"));
@@ -294,16 +337,20 @@ fn time_ort(model: &Path, frame: &Tensor, runs: usize) -> Result<Timing, String>
         .arg("--workdir")
         .arg(&dir)
         .output()
-        .map_err(|e| format!("{}: {e}", python.display()))?;
+        .map_err(io_err(&python))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
-        return Err(format!(
-            "bench_ort_int8.py failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        return Err(BenchError::Failed {
+            tool: "bench_ort_int8.py",
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
     }
-    let field =
-        |key: &str| json_number(&stdout, key).ok_or_else(|| format!("no {key} in {stdout:?}"));
+    let field = |key: &str| {
+        json_number(&stdout, key).ok_or_else(|| BenchError::NoField {
+            key: key.to_string(),
+            stdout: stdout.to_string(),
+        })
+    };
     Ok(Timing {
         median_ms: field("median_ms")?,
         best_ms: field("best_ms")?,

@@ -15,7 +15,7 @@
 //! runs the two at the same time (docs/ISA.md 3.3). So a missing flag is reported
 //! under every schedule, not only under the one that happens to overlap the two.
 
-use crate::error::{state_text, Hazard, HazardKind, InstrRef, SimError};
+use crate::error::{state_text, ExecError, Hazard, HazardKind, InstrRef, SimError};
 use crate::exec::dot::DotPrep;
 use crate::exec::{self, ExecStats, Prep};
 use crate::footprint::Footprint;
@@ -320,7 +320,7 @@ impl<'a> Engine<'a> {
             &mut self.sram,
             prep,
         )
-        .map_err(|m| SimError::Instr { at, message: m })?;
+        .map_err(|error| SimError::Instr { at, error })?;
         self.record(j, &st);
         self.apply_flags(j)?;
         self.queues[q].completed += 1;
@@ -347,13 +347,13 @@ impl<'a> Engine<'a> {
             .iter()
             .filter(|&f| self.flags.contains(f) && !ops.clear.contains(f))
             .collect();
-        let err = |what: &str, s: &[u32]| SimError::Instr {
+        let err = |what: &'static str, s: &[u32]| SimError::Instr {
             at: iref(self.instrs, j),
-            message: format!(
-                "{what} {} on completion (flag state {}): a flag error",
-                FlagSet::of(s).to_text(),
-                state_text(self.flags)
-            ),
+            error: ExecError::FlagState {
+                what,
+                flags: FlagSet::of(s),
+                state: self.flags,
+            },
         };
         if !not_set.is_empty() {
             return Err(err("clears flags that are already clear:", &not_set));

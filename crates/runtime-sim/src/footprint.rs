@@ -7,6 +7,7 @@
 //! (`nnac_isa::checks`), the simulator's own geometry validation, and every byte of
 //! the footprint inside SRAM.
 
+use crate::error::ExecError;
 use crate::exec::dma::{self, Dir};
 use crate::exec::dot_geom::{DotGeom, DotKind};
 use crate::exec::simd_ops::{eltwise_tile, scale_tile};
@@ -14,7 +15,7 @@ pub use nnac_isa::hazard::{Footprint, Intervals};
 use nnac_isa::{HwConfig, Instr};
 
 /// Checks `instr` and returns its footprint, or an error naming what is wrong.
-pub fn footprint(instr: &Instr, hw: &HwConfig) -> Result<Footprint, String> {
+pub fn footprint(instr: &Instr, hw: &HwConfig) -> Result<Footprint, ExecError> {
     nnac_isa::checks::check_instr(instr, hw)?;
     match instr {
         Instr::DmaRead(d) => dma::check(d, Dir::Read),
@@ -30,10 +31,12 @@ pub fn footprint(instr: &Instr, hw: &HwConfig) -> Result<Footprint, String> {
     for (what, set) in [("reads", &fp.sram_reads), ("writes", &fp.sram_writes)] {
         if let Some((lo, hi)) = set.hull() {
             if hi > hw.sram_bytes {
-                return Err(format!(
-                    "{what} SRAM [{lo:#x}, {hi:#x}) but SRAM is {:#x} bytes",
-                    hw.sram_bytes
-                ));
+                return Err(ExecError::BeyondSram {
+                    access: what,
+                    lo,
+                    hi,
+                    sram_bytes: hw.sram_bytes,
+                });
             }
         }
     }

@@ -3,7 +3,7 @@
 //! `nnac_interp::host::run_host_op` (the quantized reference interpreter calls the
 //! same function), so the two agree bit for bit.
 
-use crate::error::SimError;
+use crate::error::{IoError, MemError, SimError};
 use crate::io::{dram_extent, numel, read_output, write_input};
 use crate::memory::Dram;
 use nnac_interp::host::{run_host_op, HostData, HostInput, HostOutput};
@@ -16,10 +16,10 @@ pub struct Prepared<'p> {
     op: Op,
 }
 
-fn host_err(rec: &HostOp, message: impl Into<String>) -> SimError {
+fn host_err(rec: &HostOp, message: impl std::fmt::Display) -> SimError {
     SimError::Host {
         name: rec.name.clone(),
-        message: message.into(),
+        message: message.to_string(),
     }
 }
 
@@ -29,7 +29,7 @@ pub fn prepare(program: &Program) -> Result<Vec<Prepared<'_>>, SimError> {
         return Ok(Vec::new());
     };
     let segments = nnac_isa::instr::segments(&program.instrs).len();
-    h.validate(segments).map_err(SimError::Program)?;
+    h.validate(segments)?;
     h.ops
         .iter()
         .map(|rec| {
@@ -70,9 +70,9 @@ fn ir_dtype(d: IoDtype) -> DType {
 }
 
 /// Reads one operand from DRAM.
-fn read_operand(d: &IoDesc, dram: &Dram) -> Result<HostInput, String> {
+fn read_operand(d: &IoDesc, dram: &Dram) -> Result<HostInput, IoError> {
     let n = numel(d) as usize;
-    let dense = |size: u64| -> Result<Vec<u8>, String> {
+    let dense = |size: u64| -> Result<Vec<u8>, MemError> {
         match dram_extent(d) {
             Some((lo, _)) => Ok(dram.slice(lo, n as u64 * size)?.to_vec()),
             None => Ok(Vec::new()),

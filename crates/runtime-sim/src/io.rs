@@ -5,6 +5,7 @@
 //! of shape `[1, C, H, W]` / `[C, H, W]` stores element (c, y, x) at
 //! `dram_addr + y * row_pitch + x * pix_pitch + c`.
 
+use crate::error::IoError;
 use crate::memory::Dram;
 use nnac_isa::{IoDesc, IoLayout};
 
@@ -72,15 +73,14 @@ fn for_each_element(d: &IoDesc, mut f: impl FnMut(usize, u64)) {
 }
 
 /// Writes host data (logical order) into DRAM.
-pub fn write_input(d: &IoDesc, data: &[u8], dram: &mut Dram) -> Result<(), String> {
+pub fn write_input(d: &IoDesc, data: &[u8], dram: &mut Dram) -> Result<(), IoError> {
     if data.len() as u64 != numel(d) {
-        return Err(format!(
-            "'{}' needs {} bytes (shape {:?}), got {}",
-            d.name,
-            numel(d),
-            d.shape,
-            data.len()
-        ));
+        return Err(IoError::Size {
+            name: d.name.clone(),
+            needed: numel(d),
+            shape: d.shape.clone(),
+            got: data.len(),
+        });
     }
     if let Some((lo, hi)) = dram_extent(d) {
         let region = dram.slice_mut(lo, hi - lo)?;
@@ -93,7 +93,7 @@ pub fn write_input(d: &IoDesc, data: &[u8], dram: &mut Dram) -> Result<(), Strin
 }
 
 /// Reads an output (logical order) from DRAM.
-pub fn read_output(d: &IoDesc, dram: &Dram) -> Result<Vec<u8>, String> {
+pub fn read_output(d: &IoDesc, dram: &Dram) -> Result<Vec<u8>, IoError> {
     let mut out = vec![0u8; numel(d) as usize];
     if let Some((lo, hi)) = dram_extent(d) {
         let region = dram.slice(lo, hi - lo)?;

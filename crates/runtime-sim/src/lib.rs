@@ -31,7 +31,7 @@ mod stats;
 pub mod timing;
 
 pub use engine::Schedule;
-pub use error::{flags_text, Hazard, HazardKind, InstrRef, SimError};
+pub use error::{flags_text, ExecError, Hazard, HazardKind, InstrRef, IoError, MemError, SimError};
 pub use footprint::{footprint, Footprint, Intervals};
 pub use io::numel;
 pub use sim::{run, Output, RunOptions, RunResult, Session, Simulator};

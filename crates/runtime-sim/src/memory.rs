@@ -1,5 +1,7 @@
 //! A bounds-checked byte memory (SRAM, or the DRAM window of a program).
 
+use crate::error::MemError;
+
 /// `bytes[i]` holds address `base + i`.
 #[derive(Debug, Clone)]
 pub struct Memory {
@@ -23,33 +25,34 @@ impl Memory {
     }
 
     /// Index of `[addr, addr + len)` in `bytes`, or an error naming the range.
-    pub fn index(&self, addr: u64, len: u64) -> Result<usize, String> {
+    pub fn index(&self, addr: u64, len: u64) -> Result<usize, MemError> {
         let end = addr.checked_add(len);
         match end {
             Some(end) if addr >= self.base && end <= self.end() => Ok((addr - self.base) as usize),
-            _ => Err(format!(
-                "{} range [{addr:#x}, {:#x}) is outside {} [{:#x}, {:#x})",
-                self.name,
-                addr.saturating_add(len),
-                self.name,
-                self.base,
-                self.end()
-            )),
+            _ => Err(MemError::Outside {
+                memory: self.name,
+                addr,
+                len,
+                base: self.base,
+                end: self.end(),
+            }),
         }
     }
 
-    pub fn slice(&self, addr: u64, len: u64) -> Result<&[u8], String> {
+    /// The bytes `[addr, addr + len)`.
+    pub fn slice(&self, addr: u64, len: u64) -> Result<&[u8], MemError> {
         let i = self.index(addr, len)?;
         Ok(&self.bytes[i..i + len as usize])
     }
 
-    pub fn slice_mut(&mut self, addr: u64, len: u64) -> Result<&mut [u8], String> {
+    /// The bytes `[addr, addr + len)`, writable.
+    pub fn slice_mut(&mut self, addr: u64, len: u64) -> Result<&mut [u8], MemError> {
         let i = self.index(addr, len)?;
         Ok(&mut self.bytes[i..i + len as usize])
     }
 
     /// Little-endian i32 at `addr`.
-    pub fn i32_at(&self, addr: u64) -> Result<i32, String> {
+    pub fn i32_at(&self, addr: u64) -> Result<i32, MemError> {
         let b = self.slice(addr, 4)?;
         Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
@@ -115,27 +118,24 @@ impl Dram {
         i.checked_sub(1)
     }
 
-    fn err(&self, addr: u64, len: u64) -> String {
-        let segs: Vec<String> = self
-            .segs
-            .iter()
-            .map(|s| format!("[{:#x}, {:#x})", s.base, s.end()))
-            .collect();
-        format!(
-            "DRAM range [{addr:#x}, {:#x}) is not inside the program's DRAM (image and I/O tensors: {})",
-            addr.saturating_add(len),
-            if segs.is_empty() { "none".to_string() } else { segs.join(", ") }
-        )
+    fn err(&self, addr: u64, len: u64) -> MemError {
+        MemError::OutsideDram {
+            addr,
+            len,
+            segments: self.segs.iter().map(|s| s.base..s.end()).collect(),
+        }
     }
 
-    pub fn slice(&self, addr: u64, len: u64) -> Result<&[u8], String> {
+    /// The bytes `[addr, addr + len)`, inside one segment.
+    pub fn slice(&self, addr: u64, len: u64) -> Result<&[u8], MemError> {
         let i = self.find(addr).ok_or_else(|| self.err(addr, len))?;
         self.segs[i]
             .slice(addr, len)
             .map_err(|_| self.err(addr, len))
     }
 
-    pub fn slice_mut(&mut self, addr: u64, len: u64) -> Result<&mut [u8], String> {
+    /// The bytes `[addr, addr + len)`, inside one segment, writable.
+    pub fn slice_mut(&mut self, addr: u64, len: u64) -> Result<&mut [u8], MemError> {
         let i = self.find(addr).ok_or_else(|| self.err(addr, len))?;
         if self.segs[i].index(addr, len).is_err() {
             return Err(self.err(addr, len));

@@ -78,14 +78,13 @@ fn check_hw(program: &Program, given: &Option<HwConfig>) -> Result<(), SimError>
         .hw
         .validate()
         .map_err(|e| SimError::Program(e.to_string()))?;
-    program.check_hw().map_err(SimError::Program)
+    Ok(program.check_hw()?)
 }
 
 fn check_structure(program: &Program) -> Result<(), SimError> {
-    nnac_isa::instr::check_program(&program.instrs).map_err(SimError::Program)?;
+    nnac_isa::instr::check_program(&program.instrs)?;
     if let Some(b) = program.body_start {
-        nnac_isa::check_body_start(b, &program.instrs, program.host_ops.as_ref())
-            .map_err(SimError::Program)?;
+        nnac_isa::check_body_start(b, &program.instrs, program.host_ops.as_ref())?;
     }
     let mut names: Vec<&str> = program.io.iter().map(|d| d.name.as_str()).collect();
     names.sort_unstable();
@@ -134,7 +133,7 @@ fn dram_of(program: &Program, layout: &[(u64, u64)]) -> Result<Dram, SimError> {
     let mut dram = Dram::zeroed(layout);
     if !img.bytes.is_empty() {
         dram.slice_mut(img.base, img.bytes.len() as u64)
-            .map_err(SimError::Program)?
+            .map_err(SimError::Image)?
             .copy_from_slice(&img.bytes);
     }
     Ok(dram)
@@ -192,7 +191,7 @@ impl<'p> Simulator<'p> {
             if given.next().is_some() {
                 return Err(SimError::Input(format!("input '{}' given twice", d.name)));
             }
-            write_input(d, data, dram).map_err(SimError::Input)?;
+            write_input(d, data, dram).map_err(SimError::InputData)?;
         }
         Ok(())
     }
@@ -308,7 +307,7 @@ impl Session<'_, '_> {
                     dtype: d.dtype,
                     scale: d.scale,
                     zero_point: d.zero_point,
-                    data: read_output(d, &engine.dram).map_err(SimError::Program)?,
+                    data: read_output(d, &engine.dram).map_err(SimError::Output)?,
                 })
             })
             .collect::<Result<Vec<_>, SimError>>()?;

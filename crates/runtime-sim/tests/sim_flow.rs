@@ -4,7 +4,9 @@
 mod common;
 use common::*;
 use nnac_isa::*;
-use nnac_runtime_sim::{run, HazardKind, RunOptions, Schedule, SimError};
+use nnac_runtime_sim::{
+    run, ExecError, HazardKind, IoError, MemError, RunOptions, Schedule, SimError,
+};
 
 const X: u64 = 0; // DRAM: three 4x4x8 inputs at 0, 128, 256; weights at 384
 const W_DRAM: u64 = 384;
@@ -254,10 +256,20 @@ fn foreign_hardware_and_bad_host_ops_are_refused() {
     }
     let mut f = p;
     f.instrs[0] = read(X, BUF_A, 128, FlagOps::new().set(20)); // only 16 flags
-    assert!(matches!(
-        run(&f, &[], &Default::default()),
-        Err(SimError::Program(_))
-    ));
+    let e = run(&f, &[], &Default::default()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SimError::Rule(nnac_isa::error::ProgramError::Flag {
+                index: 0,
+                flag: 20,
+                hw_flags: 16,
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("instruction 0"), "{e}");
 }
 
 #[test]
@@ -273,15 +285,18 @@ fn inputs_are_checked() {
         scale: 1.0,
         zero_point: 0,
     });
-    for bad in [
-        vec![],
-        vec![("x".to_string(), vec![1u8; 3])],
-        vec![("z".to_string(), vec![1u8; 4])],
-    ] {
+    for bad in [vec![], vec![("z".to_string(), vec![1u8; 4])]] {
         assert!(
             matches!(run(&p, &bad, &Default::default()), Err(SimError::Input(_))),
             "{bad:?}"
         );
+    }
+    let short = [("x".to_string(), vec![1u8; 3])];
+    match run(&p, &short, &Default::default()) {
+        Err(SimError::InputData(IoError::Size {
+            name, needed, got, ..
+        })) => assert_eq!((name.as_str(), needed, got), ("x", 4, 3)),
+        other => panic!("expected a size error, got {other:?}"),
     }
     assert!(run(&p, &[("x".into(), vec![1; 4])], &Default::default()).is_ok());
 }
@@ -390,5 +405,29 @@ fn run_time_detection_agrees_with_the_static_checker() {
     assert!(
         variants > 20 && rejected > 5,
         "{variants} variants, {rejected} rejected"
+    );
+}
+
+/// A DMA outside the program's DRAM stops the run with an error naming the
+/// instruction (index and mnemonic) and the byte range, as typed fields.
+#[test]
+fn an_access_outside_dram_names_the_instruction_and_the_range() {
+    let mut instrs = pipeline();
+    instrs[2] = read(0x10_0000, BUF_B, 128, f().set(2));
+    let e = run(&program(instrs), &[], &opts(Schedule::Serial)).unwrap_err();
+    match &e {
+        SimError::Instr {
+            at,
+            error: ExecError::Mem(MemError::OutsideDram { addr, len, .. }),
+        } => {
+            assert_eq!((at.index, at.mnemonic), (2, "DMA_READ"));
+            assert_eq!((*addr, *len), (0x10_0000, 128));
+        }
+        other => panic!("expected an out-of-DRAM error, got {other:?}"),
+    }
+    let text = e.to_string();
+    assert!(
+        text.starts_with("instruction #2 DMA_READ: DRAM range [0x100000, 0x100080)"),
+        "{text}"
     );
 }

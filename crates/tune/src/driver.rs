@@ -199,7 +199,7 @@ impl State<'_> {
                 .map(|d| {
                     let e = match model.evaluate(costs, d) {
                         Ok(m) => Exact::Metrics(m),
-                        Err(msg) => Exact::Error(msg),
+                        Err(e) => Exact::Error(e.to_string()),
                     };
                     tell(progress, ProgressEvent::Advance(1));
                     e

@@ -56,3 +56,88 @@ impl TuneError {
         }
     }
 }
+
+/// Why a design cannot run one model of the workload (the point is infeasible;
+/// the tuner records the text with the point).
+#[derive(Debug, Clone, PartialEq)]
+pub enum EvalError {
+    /// The backend cannot lower `model` for the design (e.g. a layer beyond its SRAM).
+    Lower {
+        model: String,
+        error: nnac_backend_nna::BackendError,
+    },
+    /// The cycle model cannot time the lowered program.
+    Timing {
+        model: String,
+        error: nnac_runtime_sim::timing::TimingError,
+    },
+}
+
+impl fmt::Display for EvalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EvalError::Lower { model, error } => write!(f, "{model}: {error}"),
+            EvalError::Timing { model, error } => write!(f, "{model}: timing: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for EvalError {}
+
+/// A node of a model that the workload reader cannot turn into a layer shape (the
+/// caller names the model and the layer).
+#[derive(Debug, Clone, PartialEq)]
+pub enum LayerShapeError {
+    /// The NNA node has no input.
+    NoInput,
+    /// The NNA node has no output.
+    NoOutput,
+    /// Its epilogue has no SIMD program (the backend's reason).
+    Epilogue(nnac_backend_nna::Refusal),
+}
+
+impl fmt::Display for LayerShapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LayerShapeError::NoInput => write!(f, "no input"),
+            LayerShapeError::NoOutput => write!(f, "no output"),
+            LayerShapeError::Epilogue(r) => write!(f, "epilogue: {r}"),
+        }
+    }
+}
+
+impl std::error::Error for LayerShapeError {}
+
+/// A value of a search-space axis that its key cannot take (the caller names the
+/// key and the value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AxisValueError {
+    /// The key takes an integer.
+    NotInteger { got: String },
+    /// The integer does not fit the key's 32 bits.
+    Not32Bits { value: u64 },
+    /// The key takes a list of port widths.
+    NotPorts { got: String },
+    /// The key takes "auto" or "off".
+    NotAutoOff { got: String },
+    /// The key is not one the search space knows.
+    UnknownKey,
+}
+
+impl fmt::Display for AxisValueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AxisValueError::NotInteger { got } => write!(f, "expected an integer, got {got}"),
+            AxisValueError::Not32Bits { value } => write!(f, "{value} does not fit 32 bits"),
+            AxisValueError::NotPorts { got } => {
+                write!(f, "expected a list of port widths, got {got}")
+            }
+            AxisValueError::NotAutoOff { got } => {
+                write!(f, "expected \"auto\" or \"off\", got {got}")
+            }
+            AxisValueError::UnknownKey => write!(f, "not a key of the search space"),
+        }
+    }
+}
+
+impl std::error::Error for AxisValueError {}

@@ -5,6 +5,7 @@
 
 use crate::analytic::{self, Estimate, Machine};
 use crate::costs::{Activity, CostModel};
+use crate::error::EvalError;
 use crate::objective::{mix, Metrics, ModelMetrics};
 use crate::space::Design;
 use crate::workload::Workload;
@@ -71,7 +72,7 @@ pub struct ExactModel {
 impl ExactModel {
     /// Lowers every model for `design` and times it with the cycle model. `Err`: the
     /// design cannot run a model (e.g. a layer that does not fit its SRAM), naming it.
-    pub fn evaluate(&self, costs: &CostModel, design: &Design) -> Result<Metrics, String> {
+    pub fn evaluate(&self, costs: &CostModel, design: &Design) -> Result<Metrics, EvalError> {
         let area = costs.area_mm2(&design.hw);
         let opts = BackendOptions {
             resident_weights: if design.knobs.resident_weights {
@@ -89,10 +90,19 @@ impl ExactModel {
         let mut models = Vec::new();
         for (m, e) in self.models.iter().zip(est) {
             let name = &m.workload.name;
-            let (program, _) = nnac_backend_nna::lower(&m.graph, &design.hw, &opts)
-                .map_err(|e| format!("{name}: {e}"))?;
-            let p = nnac_runtime_sim::timing::analyze(&program, None)
-                .map_err(|e| format!("{name}: timing: {e}"))?;
+            let (program, _) =
+                nnac_backend_nna::lower(&m.graph, &design.hw, &opts).map_err(|error| {
+                    EvalError::Lower {
+                        model: name.clone(),
+                        error,
+                    }
+                })?;
+            let p = nnac_runtime_sim::timing::analyze(&program, None).map_err(|error| {
+                EvalError::Timing {
+                    model: name.clone(),
+                    error,
+                }
+            })?;
             let seconds = p.seconds();
             let dram = p.dram_read + p.dram_written;
             let act = Activity {

@@ -16,7 +16,7 @@
 //! `mac_rows` sets `simd_width` too (the ISA ties them). Every value is checked by
 //! `HwConfig::validate` on the base configuration; errors name the key.
 
-use crate::error::TuneError;
+use crate::error::{AxisValueError, TuneError};
 use nnac_isa::HwConfig;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -95,13 +95,22 @@ pub struct Space {
 }
 
 /// Sets `key` of `hw` / `knobs` to `v`; `Err` names what is wrong with the value.
-fn apply(hw: &mut HwConfig, knobs: &mut Knobs, key: &str, v: &Value) -> Result<(), String> {
+fn apply(hw: &mut HwConfig, knobs: &mut Knobs, key: &str, v: &Value) -> Result<(), AxisValueError> {
     let int = |v: &Value| match v {
         Value::Int(i) => Ok(*i),
-        other => Err(format!("expected an integer, got {other}")),
+        other => Err(AxisValueError::NotInteger {
+            got: other.to_string(),
+        }),
     };
     let int32 = |v: &Value| {
-        int(v).and_then(|i| u32::try_from(i).map_err(|_| format!("{i} does not fit 32 bits")))
+        int(v).and_then(|i| u32::try_from(i).map_err(|_| AxisValueError::Not32Bits { value: i }))
+    };
+    let auto_off = |v: &Value| match v {
+        Value::Word(w) if w == "auto" => Ok(true),
+        Value::Word(w) if w == "off" => Ok(false),
+        other => Err(AxisValueError::NotAutoOff {
+            got: other.to_string(),
+        }),
     };
     match key {
         "mac_rows" => {
@@ -116,23 +125,15 @@ fn apply(hw: &mut HwConfig, knobs: &mut Knobs, key: &str, v: &Value) -> Result<(
         "flags" => hw.flags = int32(v)?,
         "sram_read_ports" => match v {
             Value::Ports(p) => hw.sram_read_ports = p.clone(),
-            other => return Err(format!("expected a list of port widths, got {other}")),
+            other => {
+                return Err(AxisValueError::NotPorts {
+                    got: other.to_string(),
+                })
+            }
         },
-        "resident_weights" => {
-            knobs.resident_weights = match v {
-                Value::Word(w) if w == "auto" => true,
-                Value::Word(w) if w == "off" => false,
-                other => return Err(format!("expected \"auto\" or \"off\", got {other}")),
-            }
-        }
-        "mapping" => {
-            knobs.mapping = match v {
-                Value::Word(w) if w == "auto" => true,
-                Value::Word(w) if w == "off" => false,
-                other => return Err(format!("expected \"auto\" or \"off\", got {other}")),
-            }
-        }
-        _ => return Err("not a key of the search space".into()),
+        "resident_weights" => knobs.resident_weights = auto_off(v)?,
+        "mapping" => knobs.mapping = auto_off(v)?,
+        _ => return Err(AxisValueError::UnknownKey),
     }
     Ok(())
 }
@@ -434,6 +435,21 @@ impl Default for Knobs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bad_axis_values_are_typed_errors() {
+        let (mut hw, mut k) = (HwConfig::default(), Knobs::default());
+        let mut set = |key: &str, v: Value| apply(&mut hw, &mut k, key, &v);
+        assert_eq!(set("nope", Value::Int(1)), Err(AxisValueError::UnknownKey));
+        assert_eq!(
+            set("flags", Value::Int(1 << 40)),
+            Err(AxisValueError::Not32Bits { value: 1 << 40 })
+        );
+        let e = set("mapping", Value::Int(3)).unwrap_err();
+        assert_eq!(e, AxisValueError::NotAutoOff { got: "3".into() });
+        assert_eq!(e.to_string(), "expected \"auto\" or \"off\", got 3");
+        assert_eq!(set("mapping", Value::Word("off".into())), Ok(()));
+    }
 
     #[test]
     fn lists_and_ranges() {

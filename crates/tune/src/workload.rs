@@ -1,7 +1,7 @@
 //! A model as the analytical cost model sees it: the NNA layers of its quantized IR,
 //! each as a hardware-independent shape, identical shapes counted once.
 
-use crate::error::TuneError;
+use crate::error::{LayerShapeError, TuneError};
 use nnac_ir::{DotKind, Graph, NnaOp, Op};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -120,15 +120,20 @@ fn conv_out(i: u64, k: u64, s: u64, pb: u64, pe: u64, d: u64) -> u64 {
 
 /// The shape of one NNA node, `None` for nodes that do no NNA work (concatenation,
 /// host ops, constants, inputs).
-fn layer_shape(g: &Graph, id: nnac_ir::NodeId) -> Result<Option<LayerShape>, String> {
+fn layer_shape(g: &Graph, id: nnac_ir::NodeId) -> Result<Option<LayerShape>, LayerShapeError> {
     let node = g.node(id);
     let Op::Nna(op) = &node.op else {
         return Ok(None);
     };
     let ins = g.node_inputs(id);
     let in_ty = |k: usize| ins.get(k).map(|&v| g.value_type(v).shape.clone());
-    let x = in_ty(0).ok_or("no input")?;
-    let out = node.outputs.first().ok_or("no output")?.shape.clone();
+    let x = in_ty(0).ok_or(LayerShapeError::NoInput)?;
+    let out = node
+        .outputs
+        .first()
+        .ok_or(LayerShapeError::NoOutput)?
+        .shape
+        .clone();
     let [ic, ih, iw] = chw(&x);
     let param_bytes: u64 = ins
         .iter()
@@ -148,7 +153,7 @@ fn layer_shape(g: &Graph, id: nnac_ir::NodeId) -> Result<Option<LayerShape>, Str
     let simd = |e: &nnac_ir::Epilogue, c: u64| {
         nnac_backend_nna::simd::epilogue(e, c as usize)
             .map(|p| p.program.len() as u64)
-            .map_err(|m| format!("epilogue: {m}"))
+            .map_err(LayerShapeError::Epilogue)
     };
     let shape = match op {
         NnaOp::Dot(d) => {

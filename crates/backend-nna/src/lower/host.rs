@@ -238,9 +238,7 @@ fn host_constant(
         scale,
         zero_point,
     };
-    desc.validate().map_err(|e| Refusal::Descriptor {
-        detail: e.to_string(),
-    })?;
+    desc.validate().map_err(Refusal::Descriptor)?;
     let at = walk.dram_part(&bytes);
     let tensor = walk.host.tensor(DramRef::Image(at));
     Ok(DramVal { tensor, desc })

@@ -2,12 +2,13 @@
 //! num/channels/height/width) and data checked against the shape a layer expects,
 //! following Caffe's `Blob::ShapeEquals`.
 
+use super::error::BlobError;
 use crate::proto::caffe::BlobProto;
-use nnac_ir::{shape_str, Tensor};
+use nnac_ir::Tensor;
 
 /// The shape a blob declares. Legacy blobs (any of num/channels/height/width set)
 /// declare a 4-D shape; negative dimensions are an error.
-pub(super) fn declared_shape(b: &BlobProto) -> Result<Vec<usize>, String> {
+pub(super) fn declared_shape(b: &BlobProto) -> Result<Vec<usize>, BlobError> {
     let dims: Vec<i64> = if is_legacy(b) {
         vec![
             b.num() as i64,
@@ -19,7 +20,7 @@ pub(super) fn declared_shape(b: &BlobProto) -> Result<Vec<usize>, String> {
         b.shape.as_ref().map(|s| s.dim.clone()).unwrap_or_default()
     };
     dims.iter()
-        .map(|&d| usize::try_from(d).map_err(|_| format!("has a negative dimension in {dims:?}")))
+        .map(|&d| usize::try_from(d).map_err(|_| BlobError::NegativeDim { dims: dims.clone() }))
         .collect()
 }
 
@@ -44,30 +45,30 @@ fn shape_matches(b: &BlobProto, declared: &[usize], expected: &[usize]) -> bool 
 
 /// Converts blob `b` to an f32 tensor of shape `expected`. The message names what is
 /// wrong (the caller prefixes the layer and blob index).
-pub(super) fn to_tensor(b: &BlobProto, expected: &[usize]) -> Result<Tensor, String> {
+pub(super) fn to_tensor(b: &BlobProto, expected: &[usize]) -> Result<Tensor, BlobError> {
     let declared = declared_shape(b)?;
     if !shape_matches(b, &declared, expected) {
-        return Err(format!(
-            "has shape {}, expected {}",
-            shape_str(&declared),
-            shape_str(expected)
-        ));
+        return Err(BlobError::Shape {
+            declared,
+            expected: expected.to_vec(),
+        });
     }
-    let numel = nnac_ir::checked_numel(&declared)?;
+    let numel = nnac_ir::checked_numel(&declared).map_err(BlobError::Elements)?;
     let data: Vec<f32> = if !b.data.is_empty() || b.double_data.is_empty() {
         b.data.clone()
     } else {
         b.double_data.iter().map(|&d| d as f32).collect()
     };
     if data.len() != numel {
-        return Err(format!(
-            "holds {} values but its shape {} needs {numel}",
-            data.len(),
-            shape_str(&declared)
-        ));
+        return Err(BlobError::Count {
+            values: data.len(),
+            declared,
+            numel,
+        });
     }
-    Tensor::f32(expected.to_vec(), data)
-        .ok_or_else(|| format!("cannot hold shape {}", shape_str(expected)))
+    Tensor::f32(expected.to_vec(), data).ok_or_else(|| BlobError::Hold {
+        expected: expected.to_vec(),
+    })
 }
 
 #[cfg(test)]
@@ -101,19 +102,39 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(to_tensor(&b, &[4, 3]).unwrap().shape, vec![4, 3]);
-        assert!(to_tensor(&b, &[3, 4]).unwrap_err().contains("expected 3x4"));
+        let e = to_tensor(&b, &[3, 4]).unwrap_err();
+        assert_eq!(
+            e,
+            BlobError::Shape {
+                declared: vec![1, 1, 4, 3],
+                expected: vec![3, 4]
+            }
+        );
+        assert!(e.to_string().contains("expected 3x4"), "{e}");
     }
 
     #[test]
     fn wrong_shape_or_count_is_an_error() {
         assert!(to_tensor(&blob(&[3, 2], 6), &[2, 3])
             .unwrap_err()
+            .to_string()
             .contains("has shape 3x2"));
-        assert!(to_tensor(&blob(&[2, 3], 5), &[2, 3])
-            .unwrap_err()
-            .contains("holds 5 values"));
+        let e = to_tensor(&blob(&[2, 3], 5), &[2, 3]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                BlobError::Count {
+                    values: 5,
+                    numel: 6,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("holds 5 values"), "{e}");
         assert!(to_tensor(&blob(&[-2, 3], 6), &[2, 3])
             .unwrap_err()
+            .to_string()
             .contains("negative"));
     }
 

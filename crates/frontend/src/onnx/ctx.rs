@@ -23,8 +23,8 @@ pub enum NodeError {
 
 pub type NResult<T> = Result<T, NodeError>;
 
-pub fn invalid(msg: impl Into<String>) -> NodeError {
-    NodeError::Invalid(msg.into())
+pub fn invalid(msg: impl std::fmt::Display) -> NodeError {
+    NodeError::Invalid(msg.to_string())
 }
 
 pub fn unsupported(msg: impl Into<String>) -> NodeError {

@@ -43,10 +43,11 @@ pub fn tensor_from_proto(t: &TensorProto, base_dir: Option<&Path>) -> Result<Ten
     if t.segment.is_some() {
         return Err(TensorError::Unsupported("segmented tensors".into()));
     }
-    let shape = dims_to_shape(&t.dims).map_err(TensorError::Invalid)?;
+    let shape = dims_to_shape(&t.dims).map_err(|e| TensorError::Invalid(e.to_string()))?;
     let n: usize = shape.iter().product();
     let data = if t.data_location() as i32 == EXTERNAL {
-        let bytes = read_external(t, base_dir, n * size).map_err(TensorError::Invalid)?;
+        let bytes = read_external(t, base_dir, n * size)
+            .map_err(|e| TensorError::Invalid(e.to_string()))?;
         from_raw(elem, &bytes)
     } else if !t.raw_data().is_empty() {
         let raw = t.raw_data();

@@ -5,6 +5,7 @@
 
 use super::ctx::{Ctx, Slot};
 use super::dtype;
+use super::error::UnsupportedInput;
 use super::limits::checked_numel;
 use crate::proto::onnx::tensor_shape_proto::dimension::Value as Dim;
 use crate::proto::onnx::{type_proto, ValueInfoProto};
@@ -52,7 +53,7 @@ pub fn add_inputs(
                     node: vi.name().into(),
                     op_type: "graph input".into(),
                     opset: 0,
-                    reason,
+                    reason: reason.to_string(),
                 };
                 unsupported.push(u.clone());
                 ctx.set(vi.name(), Slot::Unavailable(u));
@@ -66,17 +67,16 @@ pub fn add_inputs(
 fn input_type(
     vi: &ValueInfoProto,
     opts: &ImportOptions,
-) -> Result<Result<TensorType, String>, ImportError> {
+) -> Result<Result<TensorType, UnsupportedInput>, ImportError> {
     let name = vi.name();
     let Some(type_proto::Value::TensorType(t)) = vi.r#type.as_ref().and_then(|t| t.value.as_ref())
     else {
-        return Ok(Err("only tensor inputs are supported".into()));
+        return Ok(Err(UnsupportedInput::NotTensor));
     };
     let Some(dt) = dtype::ir_dtype(t.elem_type()) else {
-        return Ok(Err(format!(
-            "{} inputs are not supported",
-            dtype::name(t.elem_type())
-        )));
+        return Ok(Err(UnsupportedInput::Dtype {
+            dtype: dtype::name(t.elem_type()),
+        }));
     };
     let declared: Option<Vec<Declared>> = t.shape.as_ref().map(|s| {
         s.dim
@@ -102,14 +102,12 @@ fn input_type(
             });
         }
     };
-    let numel = checked_numel(&shape).map_err(|msg| ImportError::Invalid {
+    let numel = checked_numel(&shape).map_err(|e| ImportError::Invalid {
         node: name.into(),
-        msg,
+        msg: e.to_string(),
     })?;
     if numel == 0 {
-        return Ok(Err(format!(
-            "input shape {shape:?} has no elements (empty tensors are not supported)"
-        )));
+        return Ok(Err(UnsupportedInput::Empty { shape }));
     }
     Ok(Ok(TensorType::new(dt, shape)))
 }

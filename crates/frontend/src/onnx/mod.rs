@@ -22,6 +22,7 @@
 mod attrs;
 mod ctx;
 mod dtype;
+mod error;
 mod external;
 mod fold;
 mod freeze;

@@ -7,6 +7,7 @@
 //! through im2col, written straight into the GEMM's packed `B` layout, followed by
 //! the blocked GEMM.
 
+use super::error::KernelError;
 use super::gemm::{gemm_packed, MatRef, PackedA, PackedB, NR};
 use super::geom::{split_nc, valid_range, Window, SP};
 use super::View;
@@ -60,7 +61,7 @@ pub fn conv(
     w: View<'_>,
     bias: Option<View<'_>>,
     out_shape: &[usize],
-) -> Result<Vec<f32>, String> {
+) -> Result<Vec<f32>, KernelError> {
     let (batch, c_in, ins) = split_nc(x.shape)?;
     let (_, m_out, outs) = split_nc(out_shape)?;
     let win = Window::lift(&a.kernel, &a.strides, &a.pads, &a.dilations)?;

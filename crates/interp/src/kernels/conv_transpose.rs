@@ -6,6 +6,7 @@
 //! `o = i * stride - pad_begin + tap * dilation`, dropping positions cut by the pads.
 //! Output channels are independent, so col2im runs in parallel over them.
 
+use super::error::KernelError;
 use super::gemm::{matmul_acc, MatRef};
 use super::geom::{split_nc, valid_range, Window, SP};
 use super::View;
@@ -18,7 +19,7 @@ pub fn conv_transpose(
     w: View<'_>,
     bias: Option<View<'_>>,
     out_shape: &[usize],
-) -> Result<Vec<f32>, String> {
+) -> Result<Vec<f32>, KernelError> {
     let (_, c_in, ins) = split_nc(x.shape)?;
     let (_, m_out, outs) = split_nc(out_shape)?;
     let win = Window::lift(&a.kernel, &a.strides, &a.pads, &a.dilations)?;

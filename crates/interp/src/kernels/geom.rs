@@ -4,6 +4,7 @@
 //! prepending unit axes (kernel 1, stride 1, no padding), which changes nothing
 //! numerically. Ops with more than three spatial axes are rejected.
 
+use super::error::KernelError;
 use std::ops::Range;
 
 /// Number of spatial axes the kernels handle natively.
@@ -28,13 +29,13 @@ impl Window {
         strides: &[usize],
         pads: &[usize],
         dilations: &[usize],
-    ) -> Result<Window, String> {
+    ) -> Result<Window, KernelError> {
         let n = kernel.len();
         if n > SP {
-            return Err(format!("{n} spatial axes are not supported (at most {SP})"));
+            return Err(KernelError::SpatialAxes { axes: n, max: SP });
         }
         if strides.len() != n || dilations.len() != n || pads.len() != 2 * n {
-            return Err("window attributes disagree on the number of spatial axes".into());
+            return Err(KernelError::WindowAxes);
         }
         Ok(Window {
             kernel: lift(kernel, 1),
@@ -58,12 +59,12 @@ pub fn lift(v: &[usize], fill: usize) -> [usize; SP] {
 }
 
 /// Splits an activation shape `[N, C, spatial...]` into `(N, C, [D, H, W])`.
-pub fn split_nc(shape: &[usize]) -> Result<(usize, usize, [usize; SP]), String> {
+pub fn split_nc(shape: &[usize]) -> Result<(usize, usize, [usize; SP]), KernelError> {
     if shape.len() < 3 || shape.len() > 2 + SP {
-        return Err(format!(
-            "expected an activation of rank 3 to {}, got shape {shape:?}",
-            2 + SP
-        ));
+        return Err(KernelError::ActivationRank {
+            shape: shape.to_vec(),
+            max: SP,
+        });
     }
     Ok((shape[0], shape[1], lift(&shape[2..], 1)))
 }
@@ -89,6 +90,24 @@ pub fn valid_range(count: usize, bound: usize, stride: usize, offset: isize) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bad_shapes_and_windows_are_typed_errors() {
+        assert_eq!(
+            split_nc(&[1, 2]),
+            Err(KernelError::ActivationRank {
+                shape: vec![1, 2],
+                max: SP
+            })
+        );
+        assert_eq!(
+            Window::lift(&[3, 3], &[1], &[0, 0, 0, 0], &[1, 1]).err(),
+            Some(KernelError::WindowAxes)
+        );
+        let e = Window::lift(&[1; 4], &[1; 4], &[0; 8], &[1; 4]).unwrap_err();
+        assert_eq!(e, KernelError::SpatialAxes { axes: 4, max: SP });
+        assert!(e.to_string().contains("4 spatial axes"), "{e}");
+    }
 
     #[test]
     fn valid_range_matches_brute_force() {

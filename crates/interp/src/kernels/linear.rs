@@ -1,6 +1,7 @@
 //! `Gemm` (`alpha * A' * B' + beta * C`) and numpy `MatMul` (batched, broadcasting
 //! batch axes, 1-D operands promoted and their axis dropped again).
 
+use super::error::KernelError;
 use super::gemm::{matmul_acc, MatRef};
 use super::View;
 use nnac_ir::GemmAttrs;
@@ -11,7 +12,7 @@ pub fn gemm(
     w: View<'_>,
     c: Option<View<'_>>,
     out_shape: &[usize],
-) -> Result<Vec<f32>, String> {
+) -> Result<Vec<f32>, KernelError> {
     let (m, n) = (out_shape[0], out_shape[1]);
     let am = MatRef::row_major(x.data, x.shape[0], x.shape[1]);
     let bm = MatRef::row_major(w.data, w.shape[0], w.shape[1]);
@@ -34,18 +35,19 @@ fn fill_broadcast_2d(
     n: usize,
     c: View<'_>,
     beta: f32,
-) -> Result<(), String> {
+) -> Result<(), KernelError> {
     let (cm, cn) = match c.shape {
         [] => (1, 1),
         [cn] => (1, *cn),
         [cm, cn] => (*cm, *cn),
-        s => return Err(format!("gemm C of shape {s:?} is not 2-D")),
+        s => return Err(KernelError::GemmCRank { shape: s.to_vec() }),
     };
     if !(cm == 1 || cm == m) || !(cn == 1 || cn == n) {
-        return Err(format!(
-            "gemm C of shape {:?} does not broadcast to [{m}, {n}]",
-            c.shape
-        ));
+        return Err(KernelError::GemmCBroadcast {
+            shape: c.shape.to_vec(),
+            m,
+            n,
+        });
     }
     for (i, row) in out.chunks_exact_mut(n.max(1)).enumerate().take(m) {
         let crow = &c.data[if cm == 1 { 0 } else { i * cn }..][..cn];
@@ -56,7 +58,7 @@ fn fill_broadcast_2d(
     Ok(())
 }
 
-pub fn matmul(a: View<'_>, b: View<'_>, out_shape: &[usize]) -> Result<Vec<f32>, String> {
+pub fn matmul(a: View<'_>, b: View<'_>, out_shape: &[usize]) -> Result<Vec<f32>, KernelError> {
     let sa: Vec<usize> = if a.shape.len() == 1 {
         vec![1, a.shape[0]]
     } else {
@@ -68,18 +70,19 @@ pub fn matmul(a: View<'_>, b: View<'_>, out_shape: &[usize]) -> Result<Vec<f32>,
         b.shape.to_vec()
     };
     if sa.len() < 2 || sb.len() < 2 {
-        return Err("matmul operands must have rank >= 1".into());
+        return Err(KernelError::MatmulRank);
     }
     let (m, k) = (sa[sa.len() - 2], sa[sa.len() - 1]);
     let n = sb[sb.len() - 1];
     let (ba, bb) = (&sa[..sa.len() - 2], &sb[..sb.len() - 2]);
-    let batch = nnac_ir::infer::broadcast(ba, bb)?;
+    let batch = nnac_ir::infer::broadcast(ba, bb).map_err(KernelError::shape)?;
     let count: usize = batch.iter().product();
     if count * m * n != out_shape.iter().product::<usize>() {
-        return Err(format!(
-            "matmul output {out_shape:?} does not match operands {:?} x {:?}",
-            a.shape, b.shape
-        ));
+        return Err(KernelError::MatmulOutput {
+            out: out_shape.to_vec(),
+            a: a.shape.to_vec(),
+            b: b.shape.to_vec(),
+        });
     }
     let stride_a = batch_strides(ba, &batch, m * k);
     let stride_b = batch_strides(bb, &batch, k * n);

@@ -2,11 +2,13 @@
 //! op on its input tensors. Callers check the inputs with shape inference first
 //! (`nnac_ir::infer::infer_types`), so kernels may rely on its invariants (channel
 //! counts, broadcastability, window sizes); anything inference does not guarantee is
-//! checked here and reported as an error message.
+//! checked here and reported as a [`KernelError`].
 
 mod broadcast;
 mod conv;
 mod conv_transpose;
+mod error;
+pub use error::KernelError;
 mod elementwise;
 pub mod gemm;
 mod geom;
@@ -77,13 +79,13 @@ pub fn eval(
     x_shape: &[usize],
     rest: &[View<'_>],
     out_shape: &[usize],
-) -> Result<Vec<f32>, String> {
+) -> Result<Vec<f32>, KernelError> {
     let xv = || View {
         shape: x_shape,
         data: x.as_slice(),
     };
     match op {
-        Op::Input | Op::Constant(_) => Err("inputs and constants are not computed".into()),
+        Op::Input | Op::Constant(_) => Err(KernelError::NotComputed),
         Op::Nna(n) => nna::eval(n, xv(), rest, out_shape),
         Op::Conv(a) => conv::conv(a, xv(), rest[0], rest.get(1).copied(), out_shape),
         Op::ConvTranspose(a) => {
@@ -145,9 +147,10 @@ pub fn eval(
             bias,
         } => {
             if x_shape.len() < 2 || *size == 0 {
-                return Err(format!(
-                    "lrn needs rank >= 2 and size >= 1 (shape {x_shape:?}, size {size})"
-                ));
+                return Err(KernelError::Lrn {
+                    shape: x_shape.to_vec(),
+                    size: *size,
+                });
             }
             Ok(norm::lrn(xv(), *size, *alpha, *beta, *bias))
         }

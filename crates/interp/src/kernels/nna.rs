@@ -5,6 +5,7 @@
 //! activation; concatenation; channel shuffle; host ops as their plain IR op. Quantized epilogues
 //! (`requant`) belong to the quantized interpreter and are rejected.
 
+use super::error::KernelError;
 use super::{conv, conv_transpose, elementwise, layout, linear, pool, View};
 use nnac_ir::{DotKind, Epilogue, FusedAct, GemmAttrs, NnaOp, PoolAttrs, PoolStage};
 
@@ -13,12 +14,9 @@ pub fn eval(
     x: View<'_>,
     rest: &[View<'_>],
     out_shape: &[usize],
-) -> Result<Vec<f32>, String> {
+) -> Result<Vec<f32>, KernelError> {
     if op.epilogue().is_some_and(|e| e.requant.is_some()) {
-        return Err(format!(
-            "{} is quantized; the float interpreter runs unquantized graphs only",
-            op.mnemonic()
-        ));
+        return Err(KernelError::Quantized { op: op.mnemonic() });
     }
     match op {
         NnaOp::Dot(d) => {
@@ -80,12 +78,13 @@ pub fn eval(
 }
 
 /// The output shape of the dot product itself (before any pooling stage).
-fn inferred(op: nnac_ir::Op, x: View<'_>, w: View<'_>) -> Result<Vec<usize>, String> {
+fn inferred(op: nnac_ir::Op, x: View<'_>, w: View<'_>) -> Result<Vec<usize>, KernelError> {
     let (xt, wt) = (
         nnac_ir::TensorType::f32(x.shape.to_vec()),
         nnac_ir::TensorType::f32(w.shape.to_vec()),
     );
-    Ok(nnac_ir::infer::infer_types(&op, &[&xt, &wt])?
+    Ok(nnac_ir::infer::infer_types(&op, &[&xt, &wt])
+        .map_err(KernelError::shape)?
         .remove(0)
         .shape)
 }
@@ -97,7 +96,7 @@ fn finish(
     shape: Vec<usize>,
     mut y: Vec<f32>,
     out_shape: &[usize],
-) -> Result<Vec<f32>, String> {
+) -> Result<Vec<f32>, KernelError> {
     match &ep.act {
         None => {}
         Some(FusedAct::Act(a)) => elementwise::activation(*a, &mut y),
@@ -105,7 +104,10 @@ fn finish(
             let c = shape.get(1).copied().unwrap_or(1);
             let inner: usize = shape.iter().skip(2).product();
             if slopes.len() != c {
-                return Err(format!("{} PReLU slopes for {c} channels", slopes.len()));
+                return Err(KernelError::PreluSlopes {
+                    slopes: slopes.len(),
+                    channels: c,
+                });
             }
             for (p, plane) in y.chunks_exact_mut(inner.max(1)).enumerate() {
                 let s = slopes[p % c];

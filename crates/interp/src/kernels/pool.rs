@@ -7,6 +7,7 @@
 //! padded extent, so a ceil-mode window hanging past the end padding does not count
 //! its overhang) and by the taps inside the input otherwise.
 
+use super::error::KernelError;
 use super::geom::{split_nc, Window, SP};
 use super::View;
 use nnac_ir::{PoolAttrs, PoolKind};
@@ -42,7 +43,7 @@ fn spans(input: usize, output: usize, win: &Window, ax: usize) -> Vec<Span> {
         .collect()
 }
 
-pub fn pool(a: &PoolAttrs, x: View<'_>, out_shape: &[usize]) -> Result<Vec<f32>, String> {
+pub fn pool(a: &PoolAttrs, x: View<'_>, out_shape: &[usize]) -> Result<Vec<f32>, KernelError> {
     let (_, _, ins) = split_nc(x.shape)?;
     let (_, _, outs) = split_nc(out_shape)?;
     let win = Window::lift(&a.kernel, &a.strides, &a.pads, &a.dilations)?;

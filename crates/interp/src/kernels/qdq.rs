@@ -1,6 +1,7 @@
 //! QuantizeLinear / DequantizeLinear (ONNX semantics, per tensor or per axis). Codes
 //! are carried as f32 values; the one float-to-code rule is `host::quantize`.
 
+use super::error::KernelError;
 use super::View;
 use crate::host::{code_range, quantize};
 use nnac_ir::QdqAttrs;
@@ -19,7 +20,7 @@ pub fn quantize_linear(q: &QdqAttrs, x: View<'_>) -> Vec<f32> {
 
 /// `(q - zero_point) * scale` element by element; a code outside the dtype's range
 /// is an error (the input is not a tensor of that type).
-pub fn dequantize_linear(q: &QdqAttrs, x: View<'_>) -> Result<Vec<f32>, String> {
+pub fn dequantize_linear(q: &QdqAttrs, x: View<'_>) -> Result<Vec<f32>, KernelError> {
     let (lo, hi) = match q.dtype {
         nnac_ir::DType::I32 => (i32::MIN as f32, i32::MAX as f32),
         d => {
@@ -32,10 +33,11 @@ pub fn dequantize_linear(q: &QdqAttrs, x: View<'_>) -> Result<Vec<f32>, String> 
         .enumerate()
         .map(|(i, &v)| {
             if !(lo..=hi).contains(&v) || v.fract() != 0.0 {
-                return Err(format!(
-                    "element {i} ({v}) is not a {} code",
-                    q.dtype.name()
-                ));
+                return Err(KernelError::NotACode {
+                    index: i,
+                    value: v,
+                    dtype: q.dtype.name(),
+                });
             }
             let (s, zp) = q.params_at(x.shape, i);
             // In f64 so that int32 codes (biases) subtract exactly.

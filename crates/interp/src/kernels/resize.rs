@@ -8,6 +8,7 @@
 //! (linear). Source coordinates follow the ONNX reference: computed in f64, out-of-
 //! range neighbours clamped to the edge (the reference's edge padding).
 
+use super::error::KernelError;
 use super::View;
 use nnac_ir::{CoordTransform, NearestMode, ResizeAttrs, ResizeMode};
 use rayon::prelude::*;
@@ -19,7 +20,7 @@ enum Taps {
     Linear(Vec<(usize, usize, f32)>),
 }
 
-pub fn resize(a: &ResizeAttrs, x: View<'_>) -> Result<Vec<f32>, String> {
+pub fn resize(a: &ResizeAttrs, x: View<'_>) -> Result<Vec<f32>, KernelError> {
     let mut shape = x.shape.to_vec();
     let mut data = x.data.to_vec();
     for axis in 0..shape.len() {
@@ -28,12 +29,10 @@ pub fn resize(a: &ResizeAttrs, x: View<'_>) -> Result<Vec<f32>, String> {
             continue;
         }
         if !(scale.is_finite() && scale > 0.0) {
-            return Err(format!(
-                "resize scale {scale} on axis {axis} must be positive and finite"
-            ));
+            return Err(KernelError::ResizeScale { scale, axis });
         }
         if len == 0 {
-            return Err(format!("resize of an empty axis {axis} to {out_len}"));
+            return Err(KernelError::ResizeEmptyAxis { axis, out_len });
         }
         let scale = effective_scale(scale, len, out_len);
         let taps = taps(a, len, out_len, scale);

@@ -249,7 +249,7 @@ fn read_io(r: &mut Reader) -> Result<Vec<IoDesc>, ContainerError> {
         let start = r.error("");
         let d = IoDesc::read(r)?;
         check_io_dtype(&d).map_err(|m| ContainerError {
-            message: m,
+            message: m.to_string(),
             ..start
         })?;
         v.push(d);
@@ -260,15 +260,14 @@ fn read_io(r: &mut Reader) -> Result<Vec<IoDesc>, ContainerError> {
 
 /// Program inputs and outputs are 8-bit codes (the wider dtypes describe host-op
 /// constants only).
-fn check_io_dtype(d: &IoDesc) -> Result<(), String> {
+fn check_io_dtype(d: &IoDesc) -> Result<(), crate::error::DescError> {
     if d.dtype.is_code() {
         return Ok(());
     }
-    Err(format!(
-        "{}: program inputs and outputs must be int8 or uint8, not {}",
-        d.name,
-        d.dtype.name()
-    ))
+    Err(crate::error::DescError::NotCode {
+        name: d.name.clone(),
+        dtype: d.dtype.name(),
+    })
 }
 
 fn write_meta(m: &Metadata) -> Vec<u8> {

@@ -10,6 +10,7 @@
 use super::io::IoDesc;
 use super::wire::{Reader, Writer};
 use super::{ContainerError, IoDir};
+use crate::error::HostOpError;
 
 const HOSTOPS_MAGIC: [u8; 4] = *b"HOPS";
 /// Version 2: typed records (segment, op text, tensor descriptors). Version 1 held
@@ -48,40 +49,45 @@ pub struct HostOps {
 
 impl HostOp {
     /// Checks the rules the reader enforces; `segments` is the program's STOP count.
-    pub fn validate(&self, segments: usize) -> Result<(), String> {
-        let at = format!("host op '{}'", self.name);
+    pub fn validate(&self, segments: usize) -> Result<(), HostOpError> {
+        let op = || self.name.clone();
         if self.name.is_empty() {
-            return Err("host op with an empty name".into());
+            return Err(HostOpError::EmptyName);
         }
         if self.op.trim().is_empty() {
-            return Err(format!("{at}: empty op text"));
+            return Err(HostOpError::EmptyOpText { op: op() });
         }
         if self.segment as usize >= segments {
-            return Err(format!(
-                "{at}: runs after segment {} but the program has {segments} segments",
-                self.segment
-            ));
+            return Err(HostOpError::Segment {
+                op: op(),
+                segment: self.segment,
+                segments,
+            });
         }
         if self.inputs.len() > MAX_HOST_INPUTS {
-            return Err(format!(
-                "{at}: {} inputs (at most {MAX_HOST_INPUTS})",
-                self.inputs.len()
-            ));
+            return Err(HostOpError::TooManyInputs {
+                op: op(),
+                inputs: self.inputs.len(),
+            });
         }
         for d in &self.inputs {
-            d.validate().map_err(|m| format!("{at}: input {m}"))?;
+            d.validate()
+                .map_err(|error| HostOpError::Input { op: op(), error })?;
             if d.dir != IoDir::Input {
-                return Err(format!("{at}: input '{}' is marked as an output", d.name));
+                return Err(HostOpError::InputIsOutput {
+                    op: op(),
+                    input: d.name.clone(),
+                });
             }
         }
         self.output
             .validate()
-            .map_err(|m| format!("{at}: output {m}"))?;
+            .map_err(|error| HostOpError::Output { op: op(), error })?;
         if self.output.dir != IoDir::Output || !self.output.dtype.is_code() {
-            return Err(format!(
-                "{at}: the output '{}' must be an 8-bit output descriptor",
-                self.output.name
-            ));
+            return Err(HostOpError::OutputKind {
+                op: op(),
+                output: self.output.name.clone(),
+            });
         }
         Ok(())
     }
@@ -89,15 +95,16 @@ impl HostOp {
 
 impl HostOps {
     /// Checks every op and the order of their segments.
-    pub fn validate(&self, segments: usize) -> Result<(), String> {
+    pub fn validate(&self, segments: usize) -> Result<(), HostOpError> {
         let mut last = 0;
         for op in &self.ops {
             op.validate(segments)?;
             if op.segment < last {
-                return Err(format!(
-                    "host op '{}': segment {} after segment {last} (ops must be in execution order)",
-                    op.name, op.segment
-                ));
+                return Err(HostOpError::Order {
+                    op: op.name.clone(),
+                    segment: op.segment,
+                    after: last,
+                });
             }
             last = op.segment;
         }
@@ -145,15 +152,16 @@ impl HostOps {
             let op = read_op(r)?;
             let prev = ops.last().map_or(0, |o| o.segment);
             let order = if op.segment < prev {
-                Err(format!(
-                    "host op '{}': segment {} after segment {prev} (ops must be in execution order)",
-                    op.name, op.segment
-                ))
+                Err(HostOpError::Order {
+                    op: op.name.clone(),
+                    segment: op.segment,
+                    after: prev,
+                })
             } else {
                 op.validate(segments)
             };
             order.map_err(|m| ContainerError {
-                message: m,
+                message: m.to_string(),
                 ..start
             })?;
             ops.push(op);

@@ -2,6 +2,7 @@
 
 use super::wire::{Reader, Writer};
 use super::ContainerError;
+use crate::error::DescError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IoDir {
@@ -98,45 +99,42 @@ impl IoDesc {
     }
 
     /// Checks the rules the reader enforces.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), DescError> {
+        let name = || self.name.clone();
         if self.name.is_empty() {
-            return Err("descriptor name is empty".into());
+            return Err(DescError::EmptyName);
         }
         if self.shape.len() > MAX_RANK {
-            return Err(format!(
-                "{}: rank {} > {MAX_RANK}",
-                self.name,
-                self.shape.len()
-            ));
+            return Err(DescError::Rank {
+                name: name(),
+                rank: self.shape.len(),
+            });
         }
         if !(self.scale.is_finite() && self.scale > 0.0) {
-            return Err(format!(
-                "{}: scale {} must be finite and > 0",
-                self.name, self.scale
-            ));
+            return Err(DescError::Scale {
+                name: name(),
+                scale: self.scale,
+            });
         }
         let (lo, hi) = self.dtype.zero_range();
         if self.zero_point < lo || self.zero_point > hi {
-            return Err(format!(
-                "{}: zero point {} outside {lo}..={hi} for {}",
-                self.name,
-                self.zero_point,
-                self.dtype.name()
-            ));
+            return Err(DescError::ZeroPoint {
+                name: name(),
+                zero_point: self.zero_point,
+                lo,
+                hi,
+                dtype: self.dtype.name(),
+            });
         }
         if let IoLayout::Hwc { .. } = self.layout {
             if !self.dtype.is_code() {
-                return Err(format!(
-                    "{}: hwc layout needs an 8-bit dtype, not {}",
-                    self.name,
-                    self.dtype.name()
-                ));
+                return Err(DescError::HwcDtype {
+                    name: name(),
+                    dtype: self.dtype.name(),
+                });
             }
             if !(self.shape.len() == 3 || (self.shape.len() == 4 && self.shape[0] == 1)) {
-                return Err(format!(
-                    "{}: hwc layout needs shape [1,C,H,W] or [C,H,W]",
-                    self.name
-                ));
+                return Err(DescError::HwcShape { name: name() });
             }
         }
         Ok(())

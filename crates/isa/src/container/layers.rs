@@ -3,6 +3,7 @@
 
 use super::wire::{Reader, Writer};
 use super::ContainerError;
+use crate::error::LayerTableError;
 
 const LAYERS_MAGIC: [u8; 4] = *b"LAYR";
 const LAYERS_VERSION: u32 = 1;
@@ -45,12 +46,12 @@ impl LayerTable {
     /// Checks the table against a program of `instrs` instructions. Only the
     /// canonical form [`LayerTable::from_names`] builds is valid: every name used,
     /// numbered in order of first use (so a listing round-trips byte-identically).
-    pub fn validate(&self, instrs: usize) -> Result<(), String> {
+    pub fn validate(&self, instrs: usize) -> Result<(), LayerTableError> {
         if self.of_instr.len() != instrs {
-            return Err(format!(
-                "layer table covers {} instructions, the program has {instrs}",
-                self.of_instr.len()
-            ));
+            return Err(LayerTableError::Length {
+                table: self.of_instr.len(),
+                instrs,
+            });
         }
         let mut next = 0u32;
         for (i, &k) in self.of_instr.iter().enumerate() {
@@ -58,22 +59,24 @@ impl LayerTable {
                 continue;
             }
             if k != next || k as usize >= self.names.len() {
-                return Err(format!(
-                    "instruction {i}: layer index {k} is not the next new layer ({next} of {} names)",
-                    self.names.len()
-                ));
+                return Err(LayerTableError::Order {
+                    index: i,
+                    layer: k,
+                    next,
+                    names: self.names.len(),
+                });
             }
             next += 1;
         }
         if next as usize != self.names.len() {
-            return Err(format!(
-                "{} layer names, {next} used by instructions",
-                self.names.len()
-            ));
+            return Err(LayerTableError::Unused {
+                names: self.names.len(),
+                used: next,
+            });
         }
         let mut seen = std::collections::BTreeSet::new();
         if let Some(dup) = self.names.iter().find(|n| !seen.insert(n.as_str())) {
-            return Err(format!("layer name {dup:?} given twice"));
+            return Err(LayerTableError::Duplicate { name: dup.clone() });
         }
         Ok(())
     }

@@ -8,10 +8,11 @@ mod prologue;
 mod wire;
 
 pub use hostops::{HostOp, HostOps, HOSTOPS_VERSION, MAX_HOST_INPUTS};
-pub use io::{IoDesc, IoDir, IoDtype, IoLayout};
+pub use io::{IoDesc, IoDir, IoDtype, IoLayout, MAX_RANK};
 pub use layers::{LayerTable, NO_LAYER};
 pub use prologue::{check_body_start, prologue_segments, PROLOGUE_VERSION};
 
+use crate::error::ProgramError;
 use crate::hw::HwConfig;
 use crate::instr::{Instr, Located};
 use std::fmt;
@@ -142,18 +143,18 @@ pub struct ContainerError {
 }
 
 impl ContainerError {
-    pub fn new(message: impl Into<String>) -> Self {
+    pub fn new(message: impl fmt::Display) -> Self {
         ContainerError {
             offset: None,
             section: None,
-            message: message.into(),
+            message: message.to_string(),
         }
     }
-    pub fn at(offset: usize, section: &'static str, message: impl Into<String>) -> Self {
+    pub fn at(offset: usize, section: &'static str, message: impl fmt::Display) -> Self {
         ContainerError {
             offset: Some(offset),
             section: Some(section),
-            message: message.into(),
+            message: message.to_string(),
         }
     }
 }
@@ -187,15 +188,16 @@ impl Program {
 
     /// Checks that the program fits its hardware configuration: every flag index is
     /// below `hw.flags`.
-    pub fn check_hw(&self) -> Result<(), String> {
+    pub fn check_hw(&self) -> Result<(), ProgramError> {
         for (i, ins) in self.instrs.iter().enumerate() {
             if let Some(m) = ins.flags().all().highest() {
                 if m >= self.meta.hw.flags {
-                    return Err(format!(
-                        "instruction {i} ({}) uses flag F{m} but the hardware has {} flags",
-                        ins.mnemonic(),
-                        self.meta.hw.flags
-                    ));
+                    return Err(ProgramError::Flag {
+                        index: i,
+                        mnemonic: ins.mnemonic(),
+                        flag: m,
+                        hw_flags: self.meta.hw.flags,
+                    });
                 }
             }
         }
@@ -203,15 +205,14 @@ impl Program {
     }
 
     /// Errs unless the program was compiled for exactly `hw` (the simulator's check).
-    pub fn require_hw(&self, hw: &HwConfig) -> Result<(), String> {
+    pub fn require_hw(&self, hw: &HwConfig) -> Result<(), ProgramError> {
         if &self.meta.hw == hw {
             return Ok(());
         }
-        Err(format!(
-            "program was compiled for a different hardware configuration (fingerprint {:#018x}, this target {:#018x})",
-            self.meta.hw.fingerprint(),
-            hw.fingerprint()
-        ))
+        Err(ProgramError::HwMismatch {
+            program: self.meta.hw.fingerprint(),
+            target: hw.fingerprint(),
+        })
     }
 
     /// The instructions with their index, stream offset and encoded size.

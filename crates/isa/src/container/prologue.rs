@@ -11,6 +11,7 @@
 
 use super::wire::{Reader, Writer};
 use super::{ContainerError, HostOps};
+use crate::error::ProgramError;
 use crate::instr::Instr;
 
 const PROLOGUE_MAGIC: [u8; 4] = *b"PROL";
@@ -23,19 +24,18 @@ pub fn check_body_start(
     body_start: usize,
     instrs: &[Instr],
     host_ops: Option<&HostOps>,
-) -> Result<(), String> {
+) -> Result<(), ProgramError> {
     if body_start == 0 || body_start >= instrs.len() {
-        return Err(format!(
-            "body_start {body_start} must lie in 1..{} (a non-empty prologue and body)",
-            instrs.len()
-        ));
+        return Err(ProgramError::BodyStartRange {
+            body_start,
+            instrs: instrs.len(),
+        });
     }
     if !matches!(instrs[body_start - 1], Instr::Stop(_)) {
-        return Err(format!(
-            "body_start {body_start}: instruction {} is {}, not the STOP ending the prologue",
-            body_start - 1,
-            instrs[body_start - 1].mnemonic()
-        ));
+        return Err(ProgramError::BodyStartNotAfterStop {
+            body_start,
+            mnemonic: instrs[body_start - 1].mnemonic(),
+        });
     }
     let first_body_segment = prologue_segments(body_start, instrs);
     if let Some(op) = host_ops.and_then(|h| {
@@ -43,10 +43,11 @@ pub fn check_body_start(
             .iter()
             .find(|o| (o.segment as usize) < first_body_segment)
     }) {
-        return Err(format!(
-            "host op '{}' runs after segment {}, which is in the prologue (segments 0..{first_body_segment}); the prologue has no host ops",
-            op.name, op.segment
-        ));
+        return Err(ProgramError::HostOpInPrologue {
+            name: op.name.clone(),
+            segment: op.segment,
+            first_body_segment,
+        });
     }
     Ok(())
 }
@@ -84,8 +85,10 @@ pub(super) fn read(
     }
     let at = r.error("");
     let body_start = r.u32()? as usize;
-    check_body_start(body_start, instrs, host_ops)
-        .map_err(|m| ContainerError { message: m, ..at })?;
+    check_body_start(body_start, instrs, host_ops).map_err(|m| ContainerError {
+        message: m.to_string(),
+        ..at
+    })?;
     r.finish()?;
     Ok(body_start)
 }

@@ -22,7 +22,7 @@ impl<'a> Reader<'a> {
     }
 
     /// An error at the current position.
-    pub fn error(&self, message: impl Into<String>) -> ContainerError {
+    pub fn error(&self, message: impl std::fmt::Display) -> ContainerError {
         ContainerError::at(self.base + self.pos, self.section, message)
     }
 

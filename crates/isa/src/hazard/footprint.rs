@@ -304,7 +304,7 @@ pub fn footprint(ins: &Instr, hw: &HwConfig) -> Footprint {
 
 /// The semantic rules of docs/ISA.md section 5 (without the flag-count rule, which
 /// the hazard check reports as a finding of its own).
-pub fn check_geometry(ins: &Instr) -> Result<(), String> {
+pub fn check_geometry(ins: &Instr) -> Result<(), crate::error::CheckError> {
     match ins {
         Instr::Conv(d) => d.check(DotKind::Conv),
         Instr::Deconv(d) => d.check(DotKind::Deconv),

@@ -79,16 +79,21 @@ pub const MAX_FINDINGS: usize = 1000;
 /// A program the check cannot analyse (no STOP, or an instruction whose geometry
 /// breaks docs/ISA.md section 5, so its footprint is undefined).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HazardError {
-    pub instr: Option<InstrRef>,
-    pub message: String,
+pub enum HazardError {
+    /// The program as a whole breaks a rule (no final STOP, a bad prologue split).
+    Program(crate::error::ProgramError),
+    /// Instruction `instr` breaks a semantic rule.
+    Instr {
+        instr: InstrRef,
+        error: crate::error::CheckError,
+    },
 }
 
 impl fmt::Display for HazardError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.instr {
-            Some(r) => write!(f, "instruction {r}: {}", self.message),
-            None => write!(f, "{}", self.message),
+        match self {
+            HazardError::Instr { instr, error } => write!(f, "instruction {instr}: {error}"),
+            HazardError::Program(e) => write!(f, "{e}"),
         }
     }
 }
@@ -117,12 +122,8 @@ pub fn instr_refs(instrs: &[Instr]) -> Vec<InstrRef> {
 pub fn check_program(p: &Program) -> Result<HazardReport, HazardError> {
     let mut report = check_instrs(&p.instrs, &p.meta.hw)?;
     if let Some(b) = p.body_start {
-        crate::container::check_body_start(b, &p.instrs, p.host_ops.as_ref()).map_err(
-            |message| HazardError {
-                instr: None,
-                message,
-            },
-        )?;
+        crate::container::check_body_start(b, &p.instrs, p.host_ops.as_ref())
+            .map_err(HazardError::Program)?;
         let refs = instr_refs(&p.instrs);
         report.resident_writes = resident::resident_writes(&p.instrs, &refs, b, &p.meta.hw);
     }
@@ -131,17 +132,11 @@ pub fn check_program(p: &Program) -> Result<HazardReport, HazardError> {
 
 /// Checks an instruction stream for `hw` (uses `hw.flags` and `hw.mac_cols`).
 pub fn check_instrs(instrs: &[Instr], hw: &HwConfig) -> Result<HazardReport, HazardError> {
-    check_stop(instrs).map_err(|message| HazardError {
-        instr: None,
-        message,
-    })?;
+    check_stop(instrs).map_err(HazardError::Program)?;
     let refs = instr_refs(instrs);
     let mut report = HazardReport::default();
     for (r, ins) in refs.iter().zip(instrs) {
-        footprint::check_geometry(ins).map_err(|message| HazardError {
-            instr: Some(*r),
-            message,
-        })?;
+        footprint::check_geometry(ins).map_err(|error| HazardError::Instr { instr: *r, error })?;
         for flag in ins.flags().all().iter().filter(|&f| f >= hw.flags) {
             report.flag_ranges.push(FlagRange {
                 instr: *r,

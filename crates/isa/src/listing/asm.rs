@@ -34,7 +34,7 @@ impl fmt::Display for AsmError {
 impl std::error::Error for AsmError {}
 
 /// Loads a side file named in the listing (name as written, relative to the listing).
-pub type Loader<'a> = dyn FnMut(&str) -> Result<Vec<u8>, String> + 'a;
+pub type Loader<'a> = dyn FnMut(&str) -> std::io::Result<Vec<u8>> + 'a;
 
 struct Asm<'a> {
     p: Program,
@@ -95,11 +95,11 @@ struct Args {
 }
 
 impl Args {
-    fn err(&self, col: usize, message: impl Into<String>) -> AsmError {
+    fn err(&self, col: usize, message: impl fmt::Display) -> AsmError {
         AsmError {
             line: self.line,
             col,
-            message: message.into(),
+            message: message.to_string(),
         }
     }
     /// Removes and returns the value of `key` and its column.
@@ -145,11 +145,11 @@ impl Args {
 }
 
 impl Asm<'_> {
-    fn err(&self, col: usize, message: impl Into<String>) -> AsmError {
+    fn err(&self, col: usize, message: impl fmt::Display) -> AsmError {
         AsmError {
             line: self.line,
             col,
-            message: message.into(),
+            message: message.to_string(),
         }
     }
 
@@ -422,7 +422,7 @@ impl Asm<'_> {
             return Err(AsmError {
                 line,
                 col: 1,
-                message: m,
+                message: m.to_string(),
             });
         }
         if let Some(h) = &self.p.host_ops {
@@ -430,7 +430,7 @@ impl Asm<'_> {
             h.validate(segments).map_err(|m| AsmError {
                 line: self.line,
                 col: 1,
-                message: m,
+                message: m.to_string(),
             })?;
         }
         if let Some(b) = self.p.body_start {

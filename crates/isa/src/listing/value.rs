@@ -1,5 +1,6 @@
 //! Text forms of field values, strings and byte blobs shared by listing and assembler.
 
+use crate::error::ValueError;
 use crate::field::{FieldSpec, Fields, Fmt};
 
 /// Formats one field value. `float_op` selects float-literal immediates.
@@ -52,20 +53,22 @@ pub fn parse_wide(text: &str) -> Option<i128> {
 
 /// Parses one field value in any of the forms [`format_value`] produces (enum names,
 /// `rN`, integers, `1.5f` float immediates, `0x` bit patterns for immediates).
-pub fn parse_value(spec: &FieldSpec, text: &str) -> Result<i64, String> {
-    let bad = || format!("bad value '{text}' for field {}", spec.name);
+pub fn parse_value(spec: &FieldSpec, text: &str) -> Result<i64, ValueError> {
+    let bad = || ValueError::Field {
+        field: spec.name,
+        text: text.to_string(),
+        expected: &[],
+    };
     match spec.fmt {
         Fmt::Enum => spec
             .names
             .iter()
             .position(|n| *n == text)
             .map(|p| p as i64)
-            .ok_or_else(|| {
-                format!(
-                    "bad value '{text}' for field {} (expected one of {})",
-                    spec.name,
-                    spec.names.join(", ")
-                )
+            .ok_or_else(|| ValueError::Field {
+                field: spec.name,
+                text: text.to_string(),
+                expected: spec.names,
             }),
         Fmt::Reg => text
             .strip_prefix('r')
@@ -126,12 +129,12 @@ pub fn quote(s: &str) -> String {
 }
 
 /// Inverse of [`quote`]; `s` includes the quotes.
-pub fn unquote(s: &str) -> Result<String, String> {
+pub fn unquote(s: &str) -> Result<String, ValueError> {
     let inner = s
         .strip_prefix('"')
         .and_then(|t| t.strip_suffix('"'))
         .filter(|_| s.len() >= 2)
-        .ok_or("expected a double-quoted string")?;
+        .ok_or(ValueError::NotQuoted)?;
     let mut out = String::new();
     let mut chars = inner.chars();
     while let Some(c) = chars.next() {
@@ -151,10 +154,10 @@ pub fn unquote(s: &str) -> Result<String, String> {
                     .strip_prefix('{')
                     .and_then(|h| u32::from_str_radix(h, 16).ok())
                     .and_then(char::from_u32)
-                    .ok_or("bad \\u{..} escape")?;
+                    .ok_or(ValueError::BadUnicodeEscape)?;
                 out.push(code);
             }
-            _ => return Err("bad escape in string".into()),
+            _ => return Err(ValueError::BadEscape),
         }
     }
     Ok(out)
@@ -165,15 +168,17 @@ pub fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-pub fn from_hex(s: &str) -> Result<Vec<u8>, String> {
+/// Inverse of [`to_hex`] (either case).
+pub fn from_hex(s: &str) -> Result<Vec<u8>, ValueError> {
     if !s.len().is_multiple_of(2) || !s.is_ascii() {
-        return Err("hex data must have an even number of hex digits".into());
+        return Err(ValueError::OddHex);
     }
     (0..s.len())
         .step_by(2)
         .map(|i| {
-            u8::from_str_radix(&s[i..i + 2], 16)
-                .map_err(|_| format!("bad hex byte '{}'", &s[i..i + 2]))
+            u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| ValueError::BadHexByte {
+                text: s[i..i + 2].to_string(),
+            })
         })
         .collect()
 }

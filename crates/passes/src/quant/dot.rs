@@ -142,7 +142,7 @@ pub fn quantize_dot(
         .map(|&s| f64::from(s_in) * f64::from(s))
         .collect();
     let rq = requant::build(dot.epilogue.act.as_ref(), &unit, s_out, zp_out, out_t.dtype)
-        .map_err(|e| PassError::node(PASS, &name, e))?;
+        .map_err(|e| PassError::node(PASS, &name, e.to_string()))?;
     let axis = if matches!(dot.kind, DotKind::Deconv(_)) {
         1
     } else {
@@ -304,7 +304,7 @@ pub fn quantize_scale(g: &mut Graph, id: NodeId) -> Result<(), PassError> {
         .map(|&s| f64::from(s_in) * f64::from(s))
         .collect();
     let rq = requant::build(sc.epilogue.act.as_ref(), &unit, s_out, zp_out, out_t.dtype)
-        .map_err(|e| PassError::node(PASS, &name, e))?;
+        .map_err(|e| PassError::node(PASS, &name, e.to_string()))?;
     let factors = if int32_factor {
         TensorData::I32(wq)
     } else {

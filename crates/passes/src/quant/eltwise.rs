@@ -49,7 +49,7 @@ pub fn quantize_eltwise(g: &mut Graph, id: NodeId) -> Result<(), PassError> {
         zp_out,
         out_t.dtype,
     )
-    .map_err(|err| PassError::node("quantize", &name, err))?;
+    .map_err(|err| PassError::node("quantize", &name, err.to_string()))?;
     e.epilogue.requant = Some(rq);
     g.node_mut(id).op = Op::Nna(NnaOp::Eltwise(e));
     Ok(())

@@ -3,6 +3,33 @@
 
 use super::params::{code_range, multiplier, quantize};
 use nnac_ir::{Activation, DType, FusedAct, Multiplier, Requant};
+use std::fmt;
+
+/// Why no requantization can be built for a SIMD epilogue.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RequantError {
+    /// Channel `channel`'s ratio (SIMD input unit / output scale) has no
+    /// fixed-point multiplier.
+    Multiplier { channel: usize, ratio: f64 },
+    /// A PReLU with another number of slopes than channels.
+    PreluSlopes { slopes: usize, channels: usize },
+}
+
+impl fmt::Display for RequantError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequantError::Multiplier { channel, ratio } => write!(
+                f,
+                "requantization multiplier {ratio:e} of channel {channel} is not representable"
+            ),
+            RequantError::PreluSlopes { slopes, channels } => {
+                write!(f, "{slopes} PReLU slopes for {channels} channels")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RequantError {}
 
 /// `unit[c]`: real value of one unit of the SIMD input for channel c.
 pub fn build(
@@ -11,16 +38,17 @@ pub fn build(
     out_scale: f32,
     zp: i32,
     dtype: DType,
-) -> Result<Requant, String> {
+) -> Result<Requant, RequantError> {
     let (qmin, qmax) = code_range(dtype);
     let s_out = f64::from(out_scale);
-    let mults = || -> Result<Vec<Multiplier>, String> {
+    let mults = || -> Result<Vec<Multiplier>, RequantError> {
         unit.iter()
             .enumerate()
             .map(|(c, u)| {
                 let r = u / s_out;
-                multiplier(r).ok_or_else(|| {
-                    format!("requantization multiplier {r:e} of channel {c} is not representable")
+                multiplier(r).ok_or(RequantError::Multiplier {
+                    channel: c,
+                    ratio: r,
                 })
             })
             .collect()
@@ -76,13 +104,38 @@ pub fn build(
         },
         Some(FusedAct::PRelu(slopes)) => {
             if slopes.len() != unit.len() {
-                return Err(format!(
-                    "{} PReLU slopes for {} channels",
-                    slopes.len(),
-                    unit.len()
-                ));
+                return Err(RequantError::PreluSlopes {
+                    slopes: slopes.len(),
+                    channels: unit.len(),
+                });
             }
             float_path(qmin, qmax)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unrepresentable_ratios_and_slope_counts_are_typed_errors() {
+        let e = build(None, &[0.5, 1e12], 1.0, 0, DType::I8).unwrap_err();
+        assert_eq!(
+            e,
+            RequantError::Multiplier {
+                channel: 1,
+                ratio: 1e12
+            }
+        );
+        assert!(e.to_string().contains("of channel 1"), "{e}");
+        let prelu = FusedAct::PRelu(vec![0.1, 0.2]);
+        assert_eq!(
+            build(Some(&prelu), &[1.0], 1.0, 0, DType::I8),
+            Err(RequantError::PreluSlopes {
+                slopes: 2,
+                channels: 1
+            })
+        );
+    }
 }

@@ -5,6 +5,7 @@
 
 use super::dot_geom::{DotGeom, DotKind};
 use super::gemm::PairWeights;
+use crate::error::ExecError;
 use crate::memory::Memory;
 use nnac_isa::arith::code_value;
 use nnac_isa::checks;
@@ -24,7 +25,7 @@ pub fn block(
     wt: &PairWeights,
     pixels: std::ops::Range<u64>,
     acc: &mut [i64],
-) -> Result<(), String> {
+) -> Result<(), ExecError> {
     let oc_count = g.oc_count as usize;
     let (rp, pp) = (g.input.row_pitch as usize, g.input.pix_pitch as usize);
     let zero = i64::from(d.in_zero);
@@ -62,8 +63,10 @@ pub fn block(
                                 .checked_sub(y0)
                                 .zip(ix.checked_sub(x0))
                                 .and_then(|(y, x)| plane.get(y as usize * rp + x as usize * pp))
-                                .ok_or_else(|| {
-                                    format!("input ({iy}, {ix}) of channel {ch} is outside the tile's input box")
+                                .ok_or(ExecError::OutsideInputBox {
+                                    y: iy,
+                                    x: ix,
+                                    channel: ch,
                                 })?;
                             i64::from(code_value(*b, d.in_signed))
                         }

@@ -2,6 +2,7 @@
 //! bytes; row `r` starts at `dram_addr + r * dram_stride` in DRAM and at
 //! `sram_addr + r * sram_stride` in SRAM.
 
+use crate::error::ExecError;
 use crate::memory::{Dram, Memory};
 use nnac_isa::Dma;
 
@@ -24,28 +25,30 @@ pub fn sram_rows(d: &Dma) -> Vec<(u64, u64)> {
 
 /// Checks that destination rows do not overlap each other (one move writes each
 /// byte at most once).
-pub fn check(d: &Dma, dir: Dir) -> Result<(), String> {
+pub fn check(d: &Dma, dir: Dir) -> Result<(), ExecError> {
     let (stride, name) = match dir {
         Dir::Read => (u64::from(d.sram_stride), "sram_stride"),
         Dir::Write => (d.dram_stride, "dram_stride"),
     };
     if d.rows > 1 && stride < u64::from(d.row_len) {
-        return Err(format!(
-            "{name}={stride} is smaller than row_len={} with {} rows: destination rows overlap",
-            d.row_len, d.rows
-        ));
+        return Err(ExecError::DmaRowsOverlap {
+            stride_name: name,
+            stride,
+            row_len: d.row_len,
+            rows: d.rows,
+        });
     }
     Ok(())
 }
 
-pub fn execute(d: &Dma, dir: Dir, dram: &mut Dram, sram: &mut Memory) -> Result<u64, String> {
+pub fn execute(d: &Dma, dir: Dir, dram: &mut Dram, sram: &mut Memory) -> Result<u64, ExecError> {
     check(d, dir)?;
     let len = u64::from(d.row_len);
     for r in 0..u64::from(d.rows) {
         let da = r
             .checked_mul(d.dram_stride)
             .and_then(|o| o.checked_add(d.dram_addr))
-            .ok_or_else(|| format!("DRAM address of row {r} overflows"))?;
+            .ok_or(ExecError::DmaAddrOverflow { row: r })?;
         let sa = u64::from(d.sram_addr) + r * u64::from(d.sram_stride);
         match dir {
             Dir::Read => {

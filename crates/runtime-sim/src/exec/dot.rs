@@ -26,6 +26,7 @@ use super::quad::{self, QuadWeights};
 use super::tensor::Strided;
 use super::weights::pair_weights;
 use super::ExecStats;
+use crate::error::ExecError;
 use crate::memory::Memory;
 use nnac_isa::{DotProduct, HwConfig};
 use rayon::prelude::*;
@@ -81,7 +82,7 @@ fn gather_patch<T: Copy + Default>(
     pad: T,
     fill: impl Fn(&mut [T], &Strided<'_>),
     dst: &mut [T],
-) -> Result<(), String> {
+) -> Result<(), ExecError> {
     let icpg = g.icpg as usize;
     let c0 = group * g.icpg;
     for (row, p) in dst.chunks_exact_mut(kpad).zip(pixels) {
@@ -137,7 +138,7 @@ impl DotPrep {
         kind: DotKind,
         hw: &HwConfig,
         sram: &Memory,
-    ) -> Result<DotPrep, String> {
+    ) -> Result<DotPrep, ExecError> {
         let g = DotGeom::new(d, kind, hw)?;
         let k = g.k_terms() as usize;
         let w_bytes = sram.slice(u64::from(d.w_addr), g.weight_bytes())?;
@@ -215,7 +216,7 @@ fn block_dots(
     sram: &Memory,
     pixels: std::ops::Range<u64>,
     acc: &mut [i64],
-) -> Result<(), String> {
+) -> Result<(), ExecError> {
     let g = &p.geom;
     let n = (pixels.end - pixels.start) as usize;
     let oc_count = g.oc_count as usize;
@@ -301,7 +302,7 @@ pub fn execute(
     kind: DotKind,
     hw: &HwConfig,
     sram: &mut Memory,
-) -> Result<ExecStats, String> {
+) -> Result<ExecStats, ExecError> {
     let prep = DotPrep::new(d, kind, hw, sram)?;
     execute_prepared(&prep, d, hw, sram)
 }
@@ -313,7 +314,7 @@ pub fn execute_prepared(
     d: &DotProduct,
     hw: &HwConfig,
     sram: &mut Memory,
-) -> Result<ExecStats, String> {
+) -> Result<ExecStats, ExecError> {
     let g = &prep.geom;
     let table = &prep.table;
     let post = Post::new(&d.simd, d.out_signed, &table.chan);
@@ -352,12 +353,12 @@ pub fn execute_prepared(
         starts
             .iter()
             .map(run_block)
-            .collect::<Result<_, String>>()?
+            .collect::<Result<_, ExecError>>()?
     } else {
         starts
             .par_iter()
             .map(run_block)
-            .collect::<Result<_, String>>()?
+            .collect::<Result<_, ExecError>>()?
     };
     let mut stats = ExecStats {
         macs,
@@ -374,7 +375,7 @@ pub fn execute_prepared(
 
 /// Writes the tile's SIMD output (`prepool[p][c]`, p relative to pix_start) to SRAM,
 /// through the pooling unit if enabled.
-fn store(g: &DotGeom, prepool: &[u8], sram: &mut Memory) -> Result<(), String> {
+fn store(g: &DotGeom, prepool: &[u8], sram: &mut Memory) -> Result<(), ExecError> {
     let oc = g.oc_count as usize;
     match &g.pool {
         None => {

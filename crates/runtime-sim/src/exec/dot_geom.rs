@@ -2,6 +2,7 @@
 
 use super::pool::PoolGeom;
 use super::tensor::{ActView, PixRange};
+use crate::error::ExecError;
 use nnac_isa::{DotProduct, HwConfig, PoolKind};
 
 /// Which dot-product instruction.
@@ -43,17 +44,35 @@ pub struct DotGeom {
     pub pool: Option<PoolGeom>,
 }
 
-fn check(ok: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
+fn check(ok: bool, err: impl FnOnce() -> ExecError) -> Result<(), ExecError> {
     if ok {
         Ok(())
     } else {
-        Err(msg())
+        Err(err())
     }
 }
 
 /// The layout rule of docs/ISA.md section 4 (no two elements share a byte).
-pub fn check_layout(what: &str, layout: nnac_isa::checks::ActLayout) -> Result<(), String> {
-    layout.check(what)
+pub fn check_layout(
+    what: &'static str,
+    layout: nnac_isa::checks::ActLayout,
+) -> Result<(), ExecError> {
+    Ok(layout.check(what)?)
+}
+
+/// The error for an output size the input geometry does not give (`want`: the
+/// height and width it gives).
+fn geometry_error(
+    transposed: bool,
+    (expected_h, expected_w): (Option<u64>, Option<u64>),
+    d: &DotProduct,
+) -> ExecError {
+    ExecError::DotGeometry {
+        transposed,
+        expected_h,
+        expected_w,
+        dot: Box::new(d.clone()),
+    }
 }
 
 /// Output extent of a convolution along one axis, or `None` if the kernel does not fit.
@@ -68,33 +87,33 @@ fn deconv_out(inp: u64, pad: u64, k: u64, s: u64, d: u64) -> Option<u64> {
 }
 
 impl DotGeom {
-    pub fn new(d: &DotProduct, kind: DotKind, hw: &HwConfig) -> Result<DotGeom, String> {
+    pub fn new(d: &DotProduct, kind: DotKind, hw: &HwConfig) -> Result<DotGeom, ExecError> {
         let u = u64::from;
         let g = u(d.groups);
         check(
             d.in_c.is_multiple_of(d.groups) && d.out_c.is_multiple_of(d.groups),
-            || {
-                format!(
-                    "groups={} does not divide in_c={} and out_c={}",
-                    d.groups, d.in_c, d.out_c
-                )
+            || ExecError::Groups {
+                groups: d.groups,
+                in_c: d.in_c,
+                out_c: d.out_c,
             },
         )?;
         check(u(d.oc_start) + u(d.oc_count) <= u(d.out_c), || {
-            format!(
-                "channels [{}, {}) exceed out_c={}",
-                d.oc_start,
-                d.oc_start + d.oc_count,
-                d.out_c
-            )
+            ExecError::Channels {
+                start: u(d.oc_start),
+                end: u(d.oc_start) + u(d.oc_count),
+                limit_name: "out_c",
+                limit: u(d.out_c),
+            }
         })?;
         let npix = u(d.out_h) * u(d.out_w);
         check(u(d.pix_start) + u(d.pix_count) <= npix, || {
-            format!(
-                "pixels [{}, {}) exceed out_h*out_w={npix}",
-                d.pix_start,
-                u(d.pix_start) + u(d.pix_count)
-            )
+            ExecError::Pixels {
+                start: u(d.pix_start),
+                end: u(d.pix_start) + u(d.pix_count),
+                limit_name: "out_h*out_w",
+                limit: npix,
+            }
         })?;
         let (ph, pw) = (
             u(d.pad_top) + u(d.pad_bottom),
@@ -113,10 +132,7 @@ impl DotGeom {
             DotKind::Conv | DotKind::InnerProduct => {
                 let want = (conv_out(ih, ph, kh, sh, dh), conv_out(iw, pw, kw, sw, dw));
                 check(want == (Some(u(d.out_h)), Some(u(d.out_w))), || {
-                    format!(
-                        "output {}x{} does not match the convolution of {}x{} (kernel {}x{}, pads {}/{}/{}/{}, stride {}x{}, dilation {}x{}): expected {:?}x{:?}",
-                        d.out_h, d.out_w, d.in_h, d.in_w, kh, kw, d.pad_top, d.pad_left, d.pad_bottom, d.pad_right, sh, sw, dh, dw, want.0, want.1
-                    )
+                    geometry_error(false, want, d)
                 })?;
             }
             DotKind::Deconv => {
@@ -125,17 +141,14 @@ impl DotGeom {
                     deconv_out(iw, pw, kw, sw, dw),
                 );
                 check(want == (Some(u(d.out_h)), Some(u(d.out_w))), || {
-                    format!(
-                        "output {}x{} does not match the transposed convolution of {}x{} (kernel {}x{}, pads {}/{}/{}/{}, stride {}x{}, dilation {}x{}): expected {:?}x{:?}",
-                        d.out_h, d.out_w, d.in_h, d.in_w, kh, kw, d.pad_top, d.pad_left, d.pad_bottom, d.pad_right, sh, sw, dh, dw, want.0, want.1
-                    )
+                    geometry_error(true, want, d)
                 })?;
             }
         }
         let pool = match d.pool {
             PoolKind::None => {
                 check(d.pool_win == 0 && d.pool_stride == 0, || {
-                    "pool=none needs pool_win=0 and pool_stride=0".into()
+                    ExecError::PoolFieldsWithoutPool
                 })?;
                 None
             }

@@ -12,6 +12,7 @@
 
 use super::dot_geom::DotGeom;
 use super::tensor::Strided;
+use crate::error::ExecError;
 use crate::memory::Memory;
 
 /// Patch bytes (`code ^ xor`) of consecutive channels.
@@ -75,7 +76,7 @@ impl Patch<'_> {
         icpg: usize,
         (p, t): (usize, usize),
         xor: u8,
-    ) -> Result<(), String> {
+    ) -> Result<(), ExecError> {
         let src = sram.slice(a0, (icpg as u64 - 1) * cp + 8)?;
         let cp = cp as usize;
         let x = u64::from_ne_bytes([xor; 8]);
@@ -114,7 +115,7 @@ pub fn gather_bytes(
     pad: u8,
     xor: u8,
     dst: &mut [u8],
-) -> Result<(), String> {
+) -> Result<(), ExecError> {
     let icpg = g.icpg as usize;
     let c0 = group * g.icpg;
     let cp = g.input.chan_pitch;

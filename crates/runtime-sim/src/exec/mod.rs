@@ -13,6 +13,7 @@ pub mod simd_ops;
 pub mod tensor;
 pub mod weights;
 
+use crate::error::ExecError;
 use crate::memory::{Dram, Memory};
 use dot_geom::DotKind;
 use nnac_isa::{HwConfig, Instr};
@@ -105,7 +106,7 @@ fn dot_instr(
     hw: &HwConfig,
     sram: &mut Memory,
     prep: Prep<'_>,
-) -> Result<ExecStats, String> {
+) -> Result<ExecStats, ExecError> {
     match prep {
         Prep::Fresh => dot::execute(d, kind, hw, sram),
         Prep::Keep(slot) => {
@@ -125,7 +126,7 @@ pub fn execute(
     dram: &mut Dram,
     sram: &mut Memory,
     prep: Prep<'_>,
-) -> Result<ExecStats, String> {
+) -> Result<ExecStats, ExecError> {
     match instr {
         Instr::DmaRead(d) => Ok(ExecStats {
             dma_bytes: dma::execute(d, dma::Dir::Read, dram, sram)?,

@@ -2,6 +2,7 @@
 //! (8-bit codes), in the shadow of the producing dot-product instruction.
 
 use super::tensor::PixRange;
+use crate::error::ExecError;
 use nnac_isa::arith::code_value;
 use nnac_isa::{DotProduct, PoolKind};
 
@@ -36,13 +37,13 @@ pub struct Window {
 }
 
 impl PoolGeom {
-    pub fn new(kind: PoolKind, d: &DotProduct) -> Result<PoolGeom, String> {
+    pub fn new(kind: PoolKind, d: &DotProduct) -> Result<PoolGeom, ExecError> {
         let u = u64::from;
         if !(d.pool_win == 2 || d.pool_win == 3) || !(d.pool_stride == 1 || d.pool_stride == 2) {
-            return Err(format!(
-                "pooling needs pool_win 2 or 3 and pool_stride 1 or 2 (got {} and {})",
-                d.pool_win, d.pool_stride
-            ));
+            return Err(ExecError::PoolShape {
+                win: d.pool_win,
+                stride: d.pool_stride,
+            });
         }
         let win = u(d.pool_win);
         let pads = [
@@ -52,16 +53,16 @@ impl PoolGeom {
             d.pool_pad_right,
         ];
         if pads.iter().any(|&p| u(p) >= win) {
-            return Err(format!(
-                "pooling pads {pads:?} must be smaller than the window {win}"
-            ));
+            return Err(ExecError::PoolPads { pads, win });
         }
         let eh = u(d.out_h) + u(d.pool_pad_top) + u(d.pool_pad_bottom);
         let ew = u(d.out_w) + u(d.pool_pad_left) + u(d.pool_pad_right);
         if eh < win || ew < win {
-            return Err(format!(
-                "pooling window {win} larger than the padded output {eh}x{ew}"
-            ));
+            return Err(ExecError::PoolWindow {
+                win,
+                padded_h: eh,
+                padded_w: ew,
+            });
         }
         let s = u(d.pool_stride);
         Ok(PoolGeom {

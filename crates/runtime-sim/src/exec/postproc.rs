@@ -1,6 +1,7 @@
 //! What happens to an accumulator value after the dot product: the per-channel bias
 //! and channel-parameter tables, and the SIMD program (the isa crate's executor).
 
+use crate::error::ExecError;
 use crate::memory::Memory;
 use nnac_isa::simd::exec::{run, uses_chan_params};
 use nnac_isa::{arith, ChanParams, DotProduct, Requant, SimdInstr};
@@ -18,7 +19,7 @@ pub fn read_chan(
     addr: u32,
     count: u64,
     program: &[SimdInstr],
-) -> Result<Vec<ChanParams>, String> {
+) -> Result<Vec<ChanParams>, ExecError> {
     if !uses_chan_params(program) {
         return Ok(vec![ChanParams::default(); count as usize]);
     }
@@ -35,7 +36,7 @@ impl ChannelTable {
         d: &DotProduct,
         count: u64,
         program: &[SimdInstr],
-    ) -> Result<ChannelTable, String> {
+    ) -> Result<ChannelTable, ExecError> {
         let bias = if d.bias_en {
             (0..count)
                 .map(|c| sram.i32_at(u64::from(d.bias_addr) + 4 * c).map(i64::from))

@@ -6,6 +6,7 @@ use super::dot_geom::check_layout;
 use super::postproc::{read_chan, Post};
 use super::tensor::{ActView, PixRange};
 use super::ExecStats;
+use crate::error::ExecError;
 use crate::memory::Memory;
 use nnac_isa::arith::{code_value, eltwise_combine, eltwise_rescale};
 use nnac_isa::{Eltwise, HwConfig, Scale};
@@ -29,20 +30,24 @@ impl Tile {
         pix_count: u32,
         c_start: u32,
         c_count: u32,
-    ) -> Result<Tile, String> {
+    ) -> Result<Tile, ExecError> {
         let u = u64::from;
         let npix = u(h) * u(w);
         if u(pix_start) + u(pix_count) > npix {
-            return Err(format!(
-                "pixels [{pix_start}, {}) exceed h*w={npix}",
-                u(pix_start) + u(pix_count)
-            ));
+            return Err(ExecError::Pixels {
+                start: u(pix_start),
+                end: u(pix_start) + u(pix_count),
+                limit_name: "h*w",
+                limit: npix,
+            });
         }
         if u(c_start) + u(c_count) > u(c) {
-            return Err(format!(
-                "channels [{c_start}, {}) exceed c={c}",
-                u(c_start) + u(c_count)
-            ));
+            return Err(ExecError::Channels {
+                start: u(c_start),
+                end: u(c_start) + u(c_count),
+                limit_name: "c",
+                limit: u(c),
+            });
         }
         Ok(Tile {
             pix: PixRange {
@@ -66,9 +71,9 @@ const PAR_MIN_VALUES: u64 = 1 << 14;
 
 /// Computes every output row of the tile in parallel blocks of pixels:
 /// `f(y, x, out_row, stats)` fills the `c_count` bytes of pixel (y, x).
-fn par_tile<F>(tile: &Tile, f: F) -> Result<(Vec<u8>, ExecStats), String>
+fn par_tile<F>(tile: &Tile, f: F) -> Result<(Vec<u8>, ExecStats), ExecError>
 where
-    F: Fn(u64, u64, &mut [u8], &mut ExecStats) -> Result<(), String> + Sync,
+    F: Fn(u64, u64, &mut [u8], &mut ExecStats) -> Result<(), ExecError> + Sync,
 {
     // Blocks of at most 256 pixels, at least one per thread for tiles that allow it.
     let threads = rayon::current_num_threads().max(1) as u64;
@@ -92,12 +97,12 @@ where
         starts
             .iter()
             .map(run_block)
-            .collect::<Result<Vec<_>, String>>()?
+            .collect::<Result<Vec<_>, ExecError>>()?
     } else {
         starts
             .par_iter()
             .map(run_block)
-            .collect::<Result<Vec<_>, String>>()?
+            .collect::<Result<Vec<_>, ExecError>>()?
     };
     let mut all = Vec::with_capacity((tile.pix.count * tile.cn) as usize);
     let mut stats = ExecStats::default();
@@ -108,14 +113,14 @@ where
     Ok((all, stats))
 }
 
-fn store(tile: &Tile, out: &ActView, bytes: &[u8], sram: &mut Memory) -> Result<(), String> {
+fn store(tile: &Tile, out: &ActView, bytes: &[u8], sram: &mut Memory) -> Result<(), ExecError> {
     for ((y, x), row) in tile.pixels().zip(bytes.chunks_exact(tile.cn as usize)) {
         out.store(sram, (y, x), tile.c0, row)?;
     }
     Ok(())
 }
 
-pub fn scale_tile(s: &Scale) -> Result<Tile, String> {
+pub fn scale_tile(s: &Scale) -> Result<Tile, ExecError> {
     let [i, o] = s.act_layouts();
     check_layout("input", i)?;
     check_layout("output", o)?;
@@ -130,7 +135,7 @@ pub fn scale_tile(s: &Scale) -> Result<Tile, String> {
     )
 }
 
-pub fn eltwise_tile(e: &Eltwise) -> Result<Tile, String> {
+pub fn eltwise_tile(e: &Eltwise) -> Result<Tile, ExecError> {
     let [a, b, o] = e.act_layouts();
     a.check_read("A")?;
     b.check_read("B")?;
@@ -147,7 +152,7 @@ pub fn eltwise_tile(e: &Eltwise) -> Result<Tile, String> {
 }
 
 /// SCALE: `acc = code - in_zero`, then the SIMD program with the channel's parameters.
-pub fn execute_scale(s: &Scale, hw: &HwConfig, sram: &mut Memory) -> Result<ExecStats, String> {
+pub fn execute_scale(s: &Scale, hw: &HwConfig, sram: &mut Memory) -> Result<ExecStats, ExecError> {
     let tile = scale_tile(s)?;
     let input = ActView::new(s.in_addr, s.in_row_pitch, s.in_pix_pitch, s.in_chan_pitch);
     let chan = read_chan(sram, s.chan_addr, tile.cn, &s.simd)?;
@@ -184,7 +189,11 @@ const ZERO_BIAS: [i64; 64] = [0; 64];
 
 /// ELTWISE: both inputs rescaled, combined exactly, wrapped to the accumulator width,
 /// then the SIMD program with the channel's parameters.
-pub fn execute_eltwise(e: &Eltwise, hw: &HwConfig, sram: &mut Memory) -> Result<ExecStats, String> {
+pub fn execute_eltwise(
+    e: &Eltwise,
+    hw: &HwConfig,
+    sram: &mut Memory,
+) -> Result<ExecStats, ExecError> {
     let tile = eltwise_tile(e)?;
     let a = ActView::new(e.a_addr, e.a_row_pitch, e.a_pix_pitch, e.a_chan_pitch);
     let b = ActView::new(e.b_addr, e.b_row_pitch, e.b_pix_pitch, e.b_chan_pitch);

@@ -2,6 +2,7 @@
 //! `addr` lives at `addr + y * row_pitch + x * pix_pitch + c * chan_pitch`
 //! (docs/ISA.md section 4; HWC has `chan_pitch = 1`, planar CHW `pix_pitch = 1`).
 
+use crate::error::ExecError;
 use crate::memory::Memory;
 
 /// A pitched activation tensor view (any layout: HWC, planar, ...).
@@ -40,12 +41,17 @@ impl ActView {
         (y, x): (u64, u64),
         c0: u64,
         n: u64,
-    ) -> Result<Strided<'m>, String> {
+    ) -> Result<Strided<'m>, ExecError> {
         self.chans_at(mem, self.at(y, x, c0), n)
     }
 
     /// `n` channels of a pixel starting at address `addr` (the first channel's).
-    pub fn chans_at<'m>(&self, mem: &'m Memory, addr: u64, n: u64) -> Result<Strided<'m>, String> {
+    pub fn chans_at<'m>(
+        &self,
+        mem: &'m Memory,
+        addr: u64,
+        n: u64,
+    ) -> Result<Strided<'m>, ExecError> {
         let bytes = mem.slice(addr, self.hull(n))?;
         Ok(Strided {
             bytes,
@@ -60,7 +66,7 @@ impl ActView {
         (y, x): (u64, u64),
         c0: u64,
         data: &[u8],
-    ) -> Result<(), String> {
+    ) -> Result<(), ExecError> {
         let n = data.len() as u64;
         let dst = mem.slice_mut(self.at(y, x, c0), self.hull(n))?;
         if self.chan_pitch == 1 {

@@ -284,7 +284,7 @@ pub fn analyze_with(
 ) -> Result<Profile, TimingError> {
     let hw = hw.unwrap_or(&program.meta.hw);
     check_compatible(&program.meta.hw, hw)?;
-    program.check_hw().map_err(TimingError)?;
+    program.check_hw().map_err(|e| TimingError(e.to_string()))?;
     let prm = TimingParams {
         assume_packet_rule: what_if.packet_rule,
         ..TimingParams::new(hw)
