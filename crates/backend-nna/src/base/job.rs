@@ -110,7 +110,7 @@ pub enum JobKind {
         bufs: [Loc; 4],
         tiles: Vec<Tile>,
     },
-    /// STOP: ends a segment; the host ops after it run on DRAM (`lower_host.rs`).
+    /// STOP: ends a segment; the host ops after it run on DRAM (`lower/host.rs`).
     Stop,
 }
 

@@ -55,7 +55,7 @@ pub(crate) struct Lowered {
     pub acc_risk: Vec<String>,
     /// Spill / split bookkeeping (`spill.rs`).
     pub sp: SpillState,
-    /// Host ops, in execution order (`lower_host.rs`).
+    /// Host ops, in execution order (`lower/host.rs`).
     pub host_ops: Vec<HostOp>,
     /// Buffers written to DRAM by several DMAs of bands of rows
     /// ([`crate::lower::host::dma_bands`]): the instructions touching them are ordered by their
@@ -80,7 +80,7 @@ pub(crate) struct Walk<'g> {
     pub(crate) io_jobs: Vec<Vec<JobId>>,
     /// Producers that write straight into a concatenation.
     pub(crate) slots: BTreeMap<NodeId, ConcatSlot>,
-    /// Values in DRAM, host ops and scratch tensors (`lower_host.rs`).
+    /// Values in DRAM, host ops and scratch tensors (`lower/host.rs`).
     pub host: HostState,
     /// Values stored HWC for the global pool that is their one reader (`gap.rs`).
     pub(crate) hwc: BTreeSet<NodeId>,

@@ -9,7 +9,7 @@
 //! When every channel has the same weights, bias and epilogue entry (a pool's `1/N`
 //! weights always do), the same sums come out of one CONV over the input stored
 //! HWC (`chan_pitch = 1`, `pix_pitch = C`; the walk stores the producer's output so
-//! when the pool is its only reader other than ELTWISE ops, `Walk::plan_hwc`) and
+//! when the pool is its only reader other than ELTWISE ops, `lower::graph::plan_hwc`) and
 //! read differently: `in_h = H*W` rows of `in_w = C` one-channel pixels, with
 //! `in_row_pitch` = the tensor's pixel pitch and `in_pix_pitch = 1`, a `H*W x 1`
 //! kernel, `out_c = 1`. Output pixel `c` sums `x[r*PP + c]` over the rows `r`, i.e.

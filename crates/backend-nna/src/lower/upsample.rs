@@ -15,7 +15,7 @@
 //! rows fill the tiles (docs/PERFORMANCE.md 1.5).
 //!
 //! It is not split in bands: a spilled input comes into SRAM whole before it
-//! (`Walk::prepare`) and a spilled output goes back whole after it (`Walk::settle`).
+//! (`place::spill::prepare`) and a spilled output goes back whole after it (`place::spill::settle`).
 
 use crate::base::act::scale_over;
 use crate::base::job::{tiles, Job, JobKind, Loc};
