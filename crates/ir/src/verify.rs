@@ -499,41 +499,99 @@ fn type_list(ts: &[TensorType]) -> String {
     v.join(", ")
 }
 
+/// Why a quantized type breaks invariant 12.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QuantError {
+    /// Float and int64 tensors carry no quantization.
+    NotQuantizable(DType),
+    /// A scale that is not positive and finite (`channel`: per-channel index).
+    Scale { channel: Option<usize>, scale: f32 },
+    /// A zero point outside the dtype's range.
+    ZeroPoint { zero_point: i32, dtype: DType },
+    /// A per-channel axis beyond the tensor's rank.
+    Axis { axis: usize, rank: usize },
+    /// Another number of per-channel scales than the axis has channels.
+    ScaleCount {
+        count: usize,
+        axis: usize,
+        dim: usize,
+    },
+}
+
+impl fmt::Display for QuantError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QuantError::NotQuantizable(d) => write!(f, "{d} tensors cannot be quantized"),
+            QuantError::Scale {
+                channel: None,
+                scale,
+            } => write!(f, "scale {scale:?} is not positive and finite"),
+            QuantError::Scale {
+                channel: Some(i),
+                scale,
+            } => write!(
+                f,
+                "per-channel scale {i} ({scale:?}) is not positive and finite"
+            ),
+            QuantError::ZeroPoint { zero_point, dtype } => {
+                write!(f, "zero point {zero_point} does not fit {dtype}")
+            }
+            QuantError::Axis { axis, rank } => {
+                write!(f, "per-channel axis {axis} is out of range for rank {rank}")
+            }
+            QuantError::ScaleCount { count, axis, dim } => {
+                write!(
+                    f,
+                    "{count} per-channel scales for axis {axis} of size {dim}"
+                )
+            }
+        }
+    }
+}
+
 /// Invariant 12 for one quantized type.
-fn check_quant(t: &TensorType, q: &Quant) -> Result<(), String> {
+fn check_quant(t: &TensorType, q: &Quant) -> Result<(), QuantError> {
     let range = match t.dtype {
         DType::I8 => i8::MIN as i64..=i8::MAX as i64,
         DType::U8 => 0..=u8::MAX as i64,
         DType::I32 => i32::MIN as i64..=i32::MAX as i64,
-        DType::F32 | DType::I64 => return Err(format!("{} tensors cannot be quantized", t.dtype)),
+        d @ (DType::F32 | DType::I64) => return Err(QuantError::NotQuantizable(d)),
     };
     let bad_scale = |s: f32| !(s.is_finite() && s > 0.0);
     match q {
         Quant::PerTensor { scale, zero_point } => {
             if bad_scale(*scale) {
-                return Err(format!("scale {scale:?} is not positive and finite"));
+                return Err(QuantError::Scale {
+                    channel: None,
+                    scale: *scale,
+                });
             }
             if !range.contains(&i64::from(*zero_point)) {
-                return Err(format!("zero point {zero_point} does not fit {}", t.dtype));
+                return Err(QuantError::ZeroPoint {
+                    zero_point: *zero_point,
+                    dtype: t.dtype,
+                });
             }
         }
         Quant::PerChannel { axis, scales } => {
             let Some(&dim) = t.shape.get(*axis) else {
-                return Err(format!(
-                    "per-channel axis {axis} is out of range for rank {}",
-                    t.rank()
-                ));
+                return Err(QuantError::Axis {
+                    axis: *axis,
+                    rank: t.rank(),
+                });
             };
             if scales.len() != dim {
-                return Err(format!(
-                    "{} per-channel scales for axis {axis} of size {dim}",
-                    scales.len()
-                ));
+                return Err(QuantError::ScaleCount {
+                    count: scales.len(),
+                    axis: *axis,
+                    dim,
+                });
             }
-            if let Some((i, s)) = scales.iter().enumerate().find(|(_, &s)| bad_scale(s)) {
-                return Err(format!(
-                    "per-channel scale {i} ({s:?}) is not positive and finite"
-                ));
+            if let Some((i, &s)) = scales.iter().enumerate().find(|(_, &s)| bad_scale(s)) {
+                return Err(QuantError::Scale {
+                    channel: Some(i),
+                    scale: s,
+                });
             }
         }
     }
