@@ -184,6 +184,15 @@ impl<'g> Walk<'g> {
         buf
     }
 
+    /// A new buffer holding the whole value `id` of layout `act` (recorded as that
+    /// value's buffer for the spill plan); the caller records the value.
+    pub(crate) fn whole_value(&mut self, id: NodeId, act: Act) -> Placed {
+        let name = self.g.node(id).name.clone();
+        let buf = self.new_buf(&name, act.bytes());
+        self.out.sp.value_bufs.insert(buf, id);
+        Placed { act, buf, off: 0 }
+    }
+
     /// The output activation of `id`: a new buffer, or its slot in a concatenation.
     pub(crate) fn define(&mut self, id: NodeId) -> Result<Placed, BackendError> {
         let node = self.g.node(id);
@@ -192,13 +201,7 @@ impl<'g> Walk<'g> {
             Some(ConcatSlot { concat: cat, c_off }) => {
                 if !self.vals.contains_key(&cat) {
                     let cat_act = self.act_of(cat)?;
-                    let buf = self.new_buf(&self.g.node(cat).name.clone(), cat_act.bytes());
-                    self.out.sp.value_bufs.insert(buf, cat);
-                    let whole = Placed {
-                        act: cat_act,
-                        buf,
-                        off: 0,
-                    };
+                    let whole = self.whole_value(cat, cat_act);
                     self.vals.insert(cat, whole);
                 }
                 let whole = self.use_value(Value::new(cat, 0)).expect("just placed");
@@ -211,12 +214,7 @@ impl<'g> Walk<'g> {
                     off: u64::from(c_off) * u64::from(whole.act.chan_pitch),
                 }
             }
-            None => {
-                act = self.act_of(id)?;
-                let buf = self.new_buf(&node.name, act.bytes());
-                self.out.sp.value_bufs.insert(buf, id);
-                Placed { act, buf, off: 0 }
-            }
+            None => self.whole_value(id, self.act_of(id)?),
         };
         self.vals.insert(id, p.clone());
         Ok(p)

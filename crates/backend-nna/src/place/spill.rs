@@ -214,13 +214,7 @@ pub(crate) fn concat_via_dram(walk: &mut Walk<'_>, id: NodeId) -> Result<bool, R
         Src::Dram(new_home(walk, id, cat_act))
     } else {
         if !walk.vals.contains_key(&id) {
-            let buf = walk.new_buf(&name, cat_act.bytes());
-            walk.out.sp.value_bufs.insert(buf, id);
-            let p = Placed {
-                act: cat_act,
-                buf,
-                off: 0,
-            };
+            let p = walk.whole_value(id, cat_act);
             walk.vals.insert(id, p);
         }
         Src::Sram(walk.use_value(Value::new(id, 0)).expect("placed above"))
