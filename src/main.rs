@@ -25,6 +25,8 @@ enum Command {
     Inspect(cmd::inspect::Args),
     /// Run a model on the float reference interpreter.
     Eval(cmd::eval::Args),
+    /// Which layer lost the accuracy: per-layer int8 error against float on your inputs, accumulated and alone, and a sensitivity ranking.
+    Analyze(cmd::analyze::Args),
     /// Assemble a textual listing into a .nnab program container.
     Asm(cmd::asm::Args),
     /// Disassemble a .nnab program container.
@@ -65,6 +67,7 @@ fn main() {
         Command::Compile(a) => cmd::compile::run(a),
         Command::Inspect(a) => cmd::inspect::run(a),
         Command::Eval(a) => cmd::eval::run(a),
+        Command::Analyze(a) => cmd::analyze::run(a),
         Command::Asm(a) => cmd::asm::run(a),
         Command::Disasm(a) => cmd::disasm::run(a),
         Command::Verify(a) => cmd::verify::run(a),

@@ -26,6 +26,8 @@
 //!   options and expects the program's listing (`nnac disasm`'s text).
 //! - `; host: NODE REASON`: with passes, names a node to run on the host and why
 //!   (`PassOptions::host_nodes`, which the partitioning fills; `force_host`).
+//! - `; float: NAME`: with passes, names a layer to keep in float32 on the host
+//!   (`PassOptions::float_layers`, `--float-layers`; the `float_layers` pass).
 //! - `; error: TEXT` with a pass or the backend: the run must fail with an error whose
 //!   text contains every such line, and there is no `; expect:` part.
 
@@ -46,6 +48,8 @@ struct Case {
     errors: Vec<String>,
     /// The `; host: NODE REASON` lines.
     host_nodes: std::collections::BTreeMap<String, String>,
+    /// The `; float: NAME` lines.
+    float_layers: std::collections::BTreeSet<String>,
     /// The file up to (without) the `; expect:` line.
     head: String,
     /// The input IR: the head without its `;` lines.
@@ -65,6 +69,7 @@ fn parse_case(path: &Path, text: &str) -> Case {
     let mut run = Vec::new();
     let mut errors = Vec::new();
     let mut host_nodes = std::collections::BTreeMap::new();
+    let mut float_layers = std::collections::BTreeSet::new();
     let mut input = String::new();
     for line in head.lines() {
         if let Some(d) = line.strip_prefix(';') {
@@ -76,6 +81,8 @@ fn parse_case(path: &Path, text: &str) -> Case {
             } else if let Some(h) = d.strip_prefix("host:") {
                 let (node, why) = h.trim().split_once(' ').unwrap_or((h.trim(), ""));
                 host_nodes.insert(node.to_string(), why.trim().to_string());
+            } else if let Some(f) = d.strip_prefix("float:") {
+                float_layers.insert(f.trim().to_string());
             }
         } else {
             input.push_str(line);
@@ -87,6 +94,7 @@ fn parse_case(path: &Path, text: &str) -> Case {
         run,
         errors,
         host_nodes,
+        float_layers,
         head,
         input,
         expected,
@@ -118,6 +126,7 @@ fn produce(case: &Case, g: Graph, path: &Path) -> Result<String, Vec<String>> {
             let opts = PassOptions {
                 verify_each: true,
                 host_nodes: case.host_nodes.clone(),
+                float_layers: case.float_layers.clone(),
                 ..PassOptions::default()
             };
             run_passes(&mut g, &passes, &opts)

@@ -93,6 +93,8 @@ def compile(
     dump_dir: Optional[PathLike] = None,
     quant_report: bool = False,
     host_ops: str = "allow",
+    float_layers: Optional[Sequence[str]] = None,
+    auto_float: Optional[int] = None,
 ) -> Program: ...
 def profile(
     program: Union[Program, PathLike],
@@ -130,7 +132,32 @@ def eval_quantized(
     scale: float = 1.0,
     bgr: bool = False,
     resize: Optional[str] = None,
+    float_layers: Optional[Sequence[str]] = None,
+    auto_float: Optional[int] = None,
 ) -> Dict[str, npt.NDArray[np.float32]]: ...
+def analyze(
+    model: PathLike,
+    inputs: Optional[Calib] = None,
+    *,
+    calib: Optional[Calib] = None,
+    weights: Optional[PathLike] = None,
+    input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+    hw: Optional[PathLike] = None,
+    calib_method: str = "percentile",
+    percentile: float = 99.99,
+    bias_correction: bool = False,
+    weight_rounding: str = "nearest",
+    float_layers: Optional[Sequence[str]] = None,
+    auto_float: Optional[int] = None,
+    mean: Optional[Sequence[float]] = None,
+    scale: float = 1.0,
+    bgr: bool = False,
+    resize: Optional[str] = None,
+) -> Dict[str, Any]:
+    """Which layer lost the accuracy (`nnac analyze --json`): per layer the int8
+    error accumulated from the input (`entire`) and of the layer alone on float
+    inputs (`single`), as cosine, SQNR and largest error, and the sensitivity
+    `ranking` (layers to keep in float with `float_layers` / `auto_float`)."""
 def evaluate(
     program: Union[Program, PathLike],
     frames: Union[Mapping[str, Array], Array],

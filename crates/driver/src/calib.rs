@@ -43,6 +43,12 @@ pub fn graph_inputs(graph: &Graph) -> Vec<(String, TensorType)> {
 /// input when it is one of the model's; otherwise the whole text is the path of the
 /// single input's data.
 pub fn parse_calib_arg(spec: &str, graph: &Graph) -> Result<CalibSpec, Error> {
+    parse_frame_arg("--calib", spec, graph)
+}
+
+/// Parses a `[INPUT=]PATH` argument of option `flag` (`--calib`, `nnac analyze
+/// --input`): the rule of [`parse_calib_arg`].
+pub fn parse_frame_arg(flag: &str, spec: &str, graph: &Graph) -> Result<CalibSpec, Error> {
     let inputs = graph_inputs(graph);
     let (input, path) = match spec.split_once('=') {
         Some((n, p)) if inputs.iter().any(|(i, _)| i == n) => (Some(n.to_string()), p),
@@ -50,7 +56,7 @@ pub fn parse_calib_arg(spec: &str, graph: &Graph) -> Result<CalibSpec, Error> {
         _ => {
             let names: Vec<&str> = inputs.iter().map(|(n, _)| n.as_str()).collect();
             return Err(Error::user(format!(
-                "--calib {spec}: the model has inputs {names:?}; write --calib INPUT=PATH"
+                "{flag} {spec}: the model has inputs {names:?}; write {flag} INPUT=PATH"
             )));
         }
     };

@@ -7,11 +7,13 @@ use crate::calib::{calib_frames, CalibSpec};
 use crate::error::Error;
 use crate::frames::Preprocess;
 use crate::host_ops::{host_op_lines, HostLine};
-use crate::model::{load, ModelArgs, QuantArgs};
-use nnac_backend_nna::{BackendOptions, BackendReport, ResidentWeights};
+use crate::model::{load, ModelArgs};
+pub use crate::options::{
+    backend_options, from_partition, pass_options, resident_weights, CompileOptions, HostOps,
+};
+use nnac_backend_nna::BackendReport;
 use nnac_isa::{HwConfig, MetaNote, Program};
-use nnac_partition::PartitionError;
-use nnac_passes::{Compiled, DumpSpec, Frame, PassOptions, Progress};
+use nnac_passes::{Compiled, DumpSpec, Frame};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -20,40 +22,6 @@ pub fn load_hw(path: Option<&Path>) -> Result<HwConfig, Error> {
     match path {
         None => Ok(HwConfig::fsd()),
         Some(p) => HwConfig::from_toml_file(p).map_err(|e| Error::user(e.to_string())),
-    }
-}
-
-/// `--resident-weights auto|off` as the backend's option.
-pub fn resident_weights(name: &str) -> Result<ResidentWeights, Error> {
-    match name {
-        "auto" => Ok(ResidentWeights::Auto),
-        "off" => Ok(ResidentWeights::Off),
-        other => Err(Error::user(format!(
-            "resident weights '{other}': expected auto or off"
-        ))),
-    }
-}
-
-/// `--host-ops`: what to do with the ops the NNA cannot run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum HostOps {
-    /// Run them on the host between NNA segments (listed in the summary).
-    #[default]
-    Allow,
-    /// Refuse the model, naming every op that would run on the host.
-    Deny,
-}
-
-impl HostOps {
-    /// `allow` or `deny`.
-    pub fn parse(name: &str) -> Result<HostOps, Error> {
-        match name {
-            "allow" => Ok(HostOps::Allow),
-            "deny" => Ok(HostOps::Deny),
-            other => Err(Error::user(format!(
-                "host ops '{other}': expected allow or deny"
-            ))),
-        }
     }
 }
 
@@ -135,74 +103,6 @@ pub fn model_stem(model: &Path) -> String {
         .unwrap_or_else(|| "model".into())
 }
 
-/// What compiling needs beyond the model and its calibration frames.
-#[derive(Clone)]
-pub struct CompileOptions {
-    /// Calibration method and weight rounding.
-    pub quant: QuantArgs,
-    /// Run the IR verifier after every pass.
-    pub verify_each: bool,
-    /// Write the IR after a pass.
-    pub dump: Option<DumpSpec>,
-    /// Measure int8 against float for the quantization report.
-    pub measure: bool,
-    /// Told about calibration progress.
-    pub progress: Option<Progress>,
-    /// `auto` or `off` (docs/ARCHITECTURE.md, resident weights).
-    pub resident_weights: String,
-    /// The model's path as recorded in the program's metadata.
-    pub source_model: String,
-    /// Ops the NNA cannot run: on the host, or an error.
-    pub host_ops: HostOps,
-}
-
-impl Default for CompileOptions {
-    /// The CLI's defaults: measured report, resident weights `auto`.
-    fn default() -> Self {
-        CompileOptions {
-            quant: QuantArgs::default(),
-            verify_each: false,
-            dump: None,
-            measure: true,
-            progress: None,
-            resident_weights: "auto".to_string(),
-            source_model: String::new(),
-            host_ops: HostOps::Allow,
-        }
-    }
-}
-
-/// The pass options `opts` stands for.
-pub fn pass_options(opts: &CompileOptions) -> Result<PassOptions, Error> {
-    Ok(PassOptions {
-        verify_each: opts.verify_each,
-        dump: opts.dump.clone(),
-        progress: opts.progress.clone(),
-        measure: opts.measure,
-        ..opts.quant.pass_options()?
-    })
-}
-
-/// The backend options `opts` stands for.
-pub fn backend_options(opts: &CompileOptions) -> Result<BackendOptions, Error> {
-    Ok(BackendOptions {
-        source_model: opts.source_model.clone(),
-        compiler_version: env!("CARGO_PKG_VERSION").to_string(),
-        resident_weights: resident_weights(&opts.resident_weights)?,
-        ..Default::default()
-    })
-}
-
-/// A partitioning error as the driver's: the passes' and the backend's keep their
-/// classification; a partitioning that does not settle is a bug.
-pub fn from_partition(e: PartitionError) -> Error {
-    match e {
-        PartitionError::Passes(e) => Error::from_pass(e),
-        PartitionError::Backend(e) => Error::from_backend(e),
-        e @ PartitionError::Rounds(_) => Error::internal("partitioning", e.to_string()),
-    }
-}
-
 /// The quantized graph and the program lowered from it.
 pub struct Lowered {
     /// What the passes made: the quantized graph and the quantization report.
@@ -227,15 +127,7 @@ pub fn compile_and_lower(
     opts: &CompileOptions,
     on_round: &dyn Fn(usize, &BTreeMap<String, String>),
 ) -> Result<Lowered, Error> {
-    let parted = nnac_partition::compile_and_lower(
-        graph,
-        &calib.frames,
-        &pass_options(opts)?,
-        hw,
-        &backend_options(opts)?,
-        on_round,
-    )
-    .map_err(from_partition)?;
+    let parted = crate::analyze::partition(graph, &calib.frames, hw, opts, false, on_round)?;
     let (mut program, backend) = parted.lowered.map_err(from_partition)?;
     let host = host_op_lines(&program, &parted.compiled.report);
     if opts.host_ops == HostOps::Deny && !host.is_empty() {

@@ -5,9 +5,9 @@
 //! it are reused for every frame) and every output is stacked the same way (the files
 //! they go to: `outputs.rs`).
 
-use crate::compile::{backend_options, from_partition, pass_options, CompileOptions};
 use crate::error::Error;
 use crate::model::QuantArgs;
+use crate::options::CompileOptions;
 use nnac_interp::npy::read_npy;
 use nnac_interp::run_float;
 use nnac_ir::{Graph, Tensor, TensorData, TensorType};
@@ -34,15 +34,8 @@ impl Runner {
             measure: false,
             ..CompileOptions::default()
         };
-        let parted = nnac_partition::compile_and_lower(
-            &graph,
-            frames,
-            &pass_options(&opts)?,
-            &HwConfig::fsd(),
-            &backend_options(&opts)?,
-            &|_, _| {},
-        )
-        .map_err(from_partition)?;
+        let parted =
+            crate::analyze::partition(&graph, frames, &HwConfig::fsd(), &opts, false, &|_, _| {})?;
         Ok(Runner::Quantized(parted.compiled.graph))
     }
 

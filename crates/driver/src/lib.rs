@@ -8,6 +8,7 @@
 //! (`inspect`), static verification (`verify`) and the profile report (`profile`). Every failure is an [`Error`]: the
 //! user's (exit 1, `nnac.UserError`) or an internal one (exit 2, `nnac.InternalError`).
 
+pub mod analyze;
 pub mod calib;
 pub mod compile;
 pub mod error;
@@ -17,6 +18,7 @@ pub mod frames;
 pub mod host_ops;
 pub mod inspect;
 pub mod model;
+pub mod options;
 pub mod outputs;
 pub mod profile;
 pub mod run;

@@ -134,6 +134,19 @@ pub struct QuantArgs {
     /// the calibration frames (GPTQ, docs/QUANTIZATION.md).
     #[cfg_attr(feature = "cli", arg( long, default_value = "nearest", value_parser = clap::builder::PossibleValuesParser::new( nnac_passes::WeightRounding::ALL.map(nnac_passes::WeightRounding::name) ) ))]
     pub weight_rounding: String,
+    /// Layers to keep in float32 on the host (comma-separated or repeated): their
+    /// inputs are dequantized, the layer runs in float with its float weights, its
+    /// output is quantized (docs/QUANTIZATION.md, "Hybrid precision"). Names as
+    /// `nnac analyze` and the compile summary print them.
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_delimiter = ',', value_name = "NAMES")
+    )]
+    pub float_layers: Vec<String>,
+    /// Also keep in float32 the N layers that the accuracy analysis on the
+    /// calibration frames ranks most sensitive (`nnac analyze`'s ranking).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
+    pub auto_float: Option<usize>,
 }
 
 impl Default for QuantArgs {
@@ -146,6 +159,8 @@ impl Default for QuantArgs {
             percentile: d.percentile,
             bias_correction: d.bias_correction,
             weight_rounding: d.weight_rounding.name().to_string(),
+            float_layers: Vec::new(),
+            auto_float: None,
         }
     }
 }
@@ -179,6 +194,7 @@ impl QuantArgs {
             percentile: self.percentile,
             bias_correction: self.bias_correction,
             weight_rounding,
+            float_layers: self.float_layers.iter().cloned().collect(),
             ..nnac_passes::PassOptions::default()
         })
     }

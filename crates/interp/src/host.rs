@@ -112,13 +112,52 @@ pub fn eval_op(op: &Op, operands: &[Tensor]) -> Result<Tensor, InterpError> {
             .ok_or_else(|| InterpError::at(&name, "element count does not match the shape"))?;
         feed.insert(name, data);
     }
-    let node = g
-        .add_node("op", op.clone(), &ins)
-        .map_err(|e| InterpError::at("op", e.to_string()))?;
+    let node = match op {
+        // A fused NNA op (a layer kept in float, `--float-layers`) declares its type.
+        Op::Nna(n) => {
+            let types: Vec<TensorType> = operands
+                .iter()
+                .map(|t| TensorType::f32(t.shape.clone()))
+                .collect();
+            let refs: Vec<&TensorType> = types.iter().collect();
+            let shape = n
+                .out_shape(&refs)
+                .map_err(|e| InterpError::at("op", e.to_string()))?;
+            g.add_node_typed("op", op.clone(), &ins, vec![TensorType::f32(shape)])
+        }
+        _ => g
+            .add_node("op", op.clone(), &ins)
+            .map_err(|e| InterpError::at("op", e.to_string()))?,
+    };
     g.add_output("out", Value::new(node, 0));
     let mut out = run_float(&g, &feed)?;
     out.remove("out")
         .ok_or_else(|| InterpError::at("op", "no output"))
+}
+
+/// Whether the host runs op `op` (the simulator refuses a host-op record of any other):
+/// a plain IR op, or a fused NNA compute op in float32 (a dot product, SCALE or ELTWISE
+/// without requantization: a layer kept in float, `--float-layers`). Inputs,
+/// constants and NNA ops that move codes are not host ops.
+pub fn runs_on_host(op: &Op) -> bool {
+    match op {
+        Op::Input | Op::Constant(_) => false,
+        Op::Nna(
+            n @ (nnac_ir::NnaOp::Dot(_) | nnac_ir::NnaOp::Scale(_) | nnac_ir::NnaOp::Eltwise(_)),
+        ) => n.epilogue().is_some_and(|e| e.requant.is_none()),
+        Op::Nna(_) => false,
+        _ => true,
+    }
+}
+
+/// Runs host op `op` on `inputs` (codes dequantized) in float32, its result not
+/// quantized: a layer kept in float whose output only other host ops read.
+pub fn run_host_op_float(op: &Op, inputs: &[HostInput]) -> Result<Tensor, InterpError> {
+    let operands = inputs
+        .iter()
+        .map(HostInput::to_tensor)
+        .collect::<Result<Vec<_>, _>>()?;
+    eval_op(op, &operands)
 }
 
 /// Runs host op `op`: dequantizes `inputs`, evaluates the op in float32 and returns
@@ -128,11 +167,7 @@ pub fn run_host_op(
     inputs: &[HostInput],
     out: &HostOutput,
 ) -> Result<(Vec<usize>, Vec<i32>), InterpError> {
-    let operands = inputs
-        .iter()
-        .map(HostInput::to_tensor)
-        .collect::<Result<Vec<_>, _>>()?;
-    let t = eval_op(op, &operands)?;
+    let t = run_host_op_float(op, inputs)?;
     let codes = t
         .to_f32_vec()
         .iter()

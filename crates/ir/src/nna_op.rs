@@ -309,7 +309,8 @@ impl NnaOp {
         Ok(())
     }
 
-    fn out_shape(&self, ins: &[&TensorType]) -> Result<Vec<usize>, NnaTypeError> {
+    /// The output shape the op computes from inputs of types `ins` (shapes only).
+    pub fn out_shape(&self, ins: &[&TensorType]) -> Result<Vec<usize>, NnaTypeError> {
         let f = |t: &TensorType| TensorType::f32(t.shape.clone());
         let fl: Vec<TensorType> = ins.iter().map(|t| f(t)).collect();
         let refs: Vec<&TensorType> = fl.iter().collect();
@@ -392,7 +393,11 @@ impl NnaOp {
                     factors: [*fh, *fw],
                 }),
             },
-            NnaOp::Host(op) => first((**op).clone(), ins.len()),
+            // A fused op kept in float32 on the host (`--float-layers`) has its own rule.
+            NnaOp::Host(op) => match &**op {
+                Op::Nna(inner) => inner.out_shape(ins),
+                op => first(op.clone(), ins.len()),
+            },
         }
     }
 }

@@ -400,7 +400,7 @@ pub enum HostOpError {
     InputIsOutput { op: String, input: String },
     /// The output descriptor is invalid.
     Output { op: String, error: DescError },
-    /// The output is not an 8-bit output descriptor.
+    /// The output is not an 8-bit or float32 output descriptor.
     OutputKind { op: String, output: String },
     /// The op comes after one with a later segment.
     Order {
@@ -435,7 +435,7 @@ impl fmt::Display for HostOpError {
             HostOpError::Output { op, error } => write!(f, "host op '{op}': output {error}"),
             HostOpError::OutputKind { op, output } => write!(
                 f,
-                "host op '{op}': the output '{output}' must be an 8-bit output descriptor"
+                "host op '{op}': the output '{output}' must be an 8-bit or float32 output descriptor"
             ),
             HostOpError::Order { op, segment, after } => write!(
                 f,

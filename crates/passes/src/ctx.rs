@@ -31,6 +31,9 @@ pub struct PassCtx {
     /// Nodes to run on the host and why (`PassOptions::host_nodes`; `force_host`),
     /// and the reason of every host op `mark_host` made.
     pub host_reasons: BTreeMap<String, String>,
+    /// Layers to keep in float32 on the host (`PassOptions::float_layers`;
+    /// `float_layers`).
+    pub float_layers: std::collections::BTreeSet<String>,
     /// Quantization the model file fixes (pre-quantized models, `absorb_qdq`).
     pub fixed: crate::fixed::FixedQuant,
 }

@@ -7,6 +7,8 @@
 //! `fn(&mut Graph, &mut PassCtx)` of the same name, in the folder of its kind:
 //! `fold/`, `lower/`, `fuse/`, `host/` (then `calib/` and `quant/`).
 
+pub mod agreement;
+pub mod analysis;
 pub mod calib;
 mod channels;
 mod ctx;
@@ -27,6 +29,7 @@ mod util;
 pub use ctx::{Fused, PassCtx, Rewrite};
 pub use error::PassError;
 pub use float_eval::Frame;
+pub use host::float_layers::FLOAT_LAYER_REASON;
 pub use nnac_qinterp::{run_quantized, run_quantized_observed, run_quantized_raw, QTrace};
 pub use options::{
     CalibMethod, CalibStats, DumpSpec, PassOptions, Progress, ProgressEvent, WeightRounding,

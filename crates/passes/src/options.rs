@@ -135,6 +135,12 @@ pub struct PassOptions {
     /// Nodes (by name) to run on the host, with the reason: what the NNA backend could
     /// not lower in an earlier attempt (`force_host`, partitioning).
     pub host_nodes: std::collections::BTreeMap<String, String>,
+    /// Layers (fused layer names, or names of nodes they absorbed) to keep in float32
+    /// on the host (`--float-layers`; the `float_layers` pass).
+    pub float_layers: std::collections::BTreeSet<String>,
+    /// Keep the folded float graph in [`crate::Compiled::reference`] (for
+    /// [`crate::analysis::analyze`]).
+    pub keep_reference: bool,
     /// Calibration statistics of an earlier compile of the same float graph on the
     /// same frames with the same options ([`crate::Compiled::stats`]): used instead
     /// of calibrating again when the report is not measured (partitioning rounds).
@@ -158,6 +164,8 @@ impl Default for PassOptions {
             measure: true,
             keep_float_bytes: crate::float_ref::KEEP_BYTES,
             host_nodes: std::collections::BTreeMap::new(),
+            float_layers: std::collections::BTreeSet::new(),
+            keep_reference: false,
             calib_stats: None,
         }
     }

@@ -16,7 +16,7 @@ use crate::fold::{
     fold_silu, normalize_gemm, remove_identity,
 };
 use crate::fuse::{fuse_channel_shuffle, fuse_dot, fuse_eltwise};
-use crate::host::{force_host, mark_host};
+use crate::host::{float_layers, force_host, mark_host};
 use crate::lower::{lower_concat, lower_pools, lower_resize, lower_scale, sink_pool_into_concat};
 use crate::report::{self, HostOpEntry, Report};
 use crate::{quant, PassError, PassOptions, WeightRounding};
@@ -83,7 +83,7 @@ pub const FLOAT_PASSES: [Pass; 11] = [
 
 /// Fusion into the NNA's compound ops; after these every node is an NNA op, an
 /// input, a constant or a reshape.
-pub const FUSION_PASSES: [Pass; 8] = [
+pub const FUSION_PASSES: [Pass; 9] = [
     Pass {
         name: "force_host",
         run: force_host::force_host,
@@ -116,6 +116,10 @@ pub const FUSION_PASSES: [Pass; 8] = [
         name: "mark_host",
         run: mark_host::mark_host,
     },
+    Pass {
+        name: "float_layers",
+        run: float_layers::float_layers,
+    },
 ];
 
 /// Name of the quantization stage (for dumps).
@@ -147,6 +151,7 @@ impl<'a> Runner<'a> {
             opts,
             ctx: PassCtx {
                 host_reasons: opts.host_nodes.clone(),
+                float_layers: opts.float_layers.clone(),
                 ..PassCtx::default()
             },
             step: 0,
@@ -231,6 +236,9 @@ pub struct Compiled {
     /// The quantized graph (or the fused float graph with `skip_quantization`).
     pub graph: Graph,
     pub report: Report,
+    /// The folded float graph and what each node of `graph` stands for in it
+    /// (with `PassOptions::keep_reference`).
+    pub reference: Option<crate::analysis::FloatReference>,
     /// The calibration statistics (of the folded float graph on the frames):
     /// reusable through `PassOptions::calib_stats` for the same graph and frames.
     pub stats: Option<std::sync::Arc<crate::options::CalibStats>>,
@@ -286,6 +294,9 @@ pub fn compile_graph(
     };
     let mut kept_stats = early_stats.clone().map(std::sync::Arc::new);
     let float_graph = (quantize && opts.measure && !file_only).then(|| g.clone());
+    let kept_float = opts
+        .keep_reference
+        .then(|| float_graph.clone().unwrap_or_else(|| g.clone()));
     r.run(&mut g, &FUSION_PASSES)?;
     let mut rep = Report {
         graph: g.name.clone(),
@@ -355,12 +366,24 @@ pub fn compile_graph(
                 .push(("report".into(), t.elapsed().as_secs_f64() * 1e3));
         }
     }
+    let reference = kept_float.map(|graph| crate::analysis::FloatReference {
+        graph,
+        out_names: g
+            .node_ids()
+            .into_iter()
+            .map(|n| {
+                let name = &g.node(n).name;
+                (name.clone(), r.ctx.out_name(name).to_string())
+            })
+            .collect(),
+    });
     rep.rewrites = r.ctx.log;
     rep.fused = r.ctx.fused;
     rep.pass_ms = r.times;
     Ok(Compiled {
         graph: g,
         report: rep,
+        reference,
         stats: kept_stats,
     })
 }

@@ -3,6 +3,8 @@
 //! interpreter on the calibration frames), scales and accumulator bounds. Serializable
 //! to JSON (`nnac compile --quant-report`) and printable as a table (`nnac inspect`).
 
+pub use crate::agreement::Accuracy;
+use crate::agreement::{db_text, Sums};
 use crate::ctx::{Fused, PassCtx, Rewrite};
 use crate::float_eval::{run_observed, Frame};
 use crate::float_ref::{FloatRef, FrameValues};
@@ -22,14 +24,6 @@ pub struct HostOpEntry {
     pub op: String,
     /// Why it is not on the NNA.
     pub reason: String,
-}
-
-/// Agreement of an int8 value with its float counterpart over the calibration frames.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
-pub struct Accuracy {
-    /// `10 log10(sum x^2 / sum (x - y)^2)`; `None` when the error is exactly 0.
-    pub sqnr_db: Option<f64>,
-    pub cosine: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -79,40 +73,6 @@ pub struct Report {
     /// not serialized: the quantization report's JSON is unchanged).
     #[serde(skip)]
     pub fused: std::collections::BTreeMap<String, Fused>,
-}
-
-/// Running sums for SQNR and cosine.
-#[derive(Clone, Copy, Debug, Default)]
-struct Sums {
-    xx: f64,
-    yy: f64,
-    xy: f64,
-    ee: f64,
-}
-
-impl Sums {
-    fn add(&mut self, x: &[f32], y: &[f32]) {
-        for (&a, &b) in x.iter().zip(y) {
-            let (a, b) = (f64::from(a), f64::from(b));
-            self.xx += a * a;
-            self.yy += b * b;
-            self.xy += a * b;
-            self.ee += (a - b) * (a - b);
-        }
-    }
-
-    fn accuracy(&self) -> Accuracy {
-        let sqnr_db = (self.ee > 0.0).then(|| 10.0 * (self.xx / self.ee).log10());
-        let den = (self.xx * self.yy).sqrt();
-        let cosine = if den > 0.0 {
-            self.xy / den
-        } else if self.ee == 0.0 {
-            1.0
-        } else {
-            0.0
-        };
-        Accuracy { sqnr_db, cosine }
-    }
 }
 
 /// The names of the original nodes whose float values the report compares with the
@@ -242,10 +202,6 @@ fn run_float(
     Ok(FrameValues { values, outputs })
 }
 
-fn f(x: Option<f64>) -> String {
-    x.map_or("exact".to_string(), |v| format!("{v:.1}"))
-}
-
 impl Report {
     /// A human-readable table (host ops, per-layer accuracy, scales, bounds).
     pub fn table(&self) -> String {
@@ -302,7 +258,7 @@ impl Report {
                 "{:<32} {:<12} {:>9} {:>8.5} {:>4} {:>11} {:>4} {:>12} {:>11}",
                 l.name,
                 l.op,
-                f(l.accuracy.sqnr_db),
+                db_text(l.accuracy.sqnr_db),
                 l.accuracy.cosine,
                 dt,
                 sc,
@@ -316,7 +272,7 @@ impl Report {
                 s,
                 "output {}: SQNR {} dB, cosine {:.5}",
                 o.name,
-                f(o.accuracy.sqnr_db),
+                db_text(o.accuracy.sqnr_db),
                 o.accuracy.cosine
             );
         }

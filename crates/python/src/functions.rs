@@ -69,6 +69,26 @@ fn calib_specs(calib: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<CalibSpec>> {
     Ok(specs)
 }
 
+/// The quantization keywords (`calib_method=`, ..., `auto_float=`) as the driver's
+/// options.
+fn quant_args(
+    calib_method: &str,
+    percentile: f32,
+    bias_correction: bool,
+    weight_rounding: &str,
+    float_layers: Option<Vec<String>>,
+    auto_float: Option<usize>,
+) -> QuantArgs {
+    QuantArgs {
+        calib_method: calib_method.to_string(),
+        percentile,
+        bias_correction,
+        weight_rounding: weight_rounding.to_string(),
+        float_layers: float_layers.unwrap_or_default(),
+        auto_float,
+    }
+}
+
 /// The image preprocessing options.
 fn preprocess(mean: Option<Vec<f32>>, scale: f32, bgr: bool, resize: Option<String>) -> Preprocess {
     Preprocess {
@@ -90,7 +110,7 @@ fn preprocess(mean: Option<Vec<f32>>, scale: f32, bgr: bool, resize: Option<Stri
     calib_method="percentile", percentile=99.99, bias_correction=false,
     weight_rounding="nearest", resident_weights="auto", verify_each=false,
     mean=None, scale=1.0, bgr=false, resize=None, dump_ir=None, dump_dir=None,
-    quant_report=false, host_ops="allow"))]
+    quant_report=false, host_ops="allow", float_layers=None, auto_float=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn compile(
     py: Python<'_>,
@@ -113,6 +133,8 @@ pub fn compile(
     dump_dir: Option<PathBuf>,
     quant_report: bool,
     host_ops: &str,
+    float_layers: Option<Vec<String>>,
+    auto_float: Option<usize>,
 ) -> PyResult<Program> {
     let model = model_args(model, weights, input_shapes)?;
     let specs = calib_specs(calib)?;
@@ -124,12 +146,14 @@ pub fn compile(
         .py()?;
     let hw = stages::load_hw(hw.as_deref()).py()?;
     let opts = CompileOptions {
-        quant: QuantArgs {
-            calib_method: calib_method.to_string(),
+        quant: quant_args(
+            calib_method,
             percentile,
             bias_correction,
-            weight_rounding: weight_rounding.to_string(),
-        },
+            weight_rounding,
+            float_layers,
+            auto_float,
+        ),
         verify_each,
         dump,
         measure: quant_report,
@@ -307,7 +331,8 @@ pub fn eval_float<'py>(
 #[pyfunction]
 #[pyo3(signature = (model, feeds, *, calib, weights=None, input_shapes=None,
     calib_method="percentile", percentile=99.99, bias_correction=false,
-    weight_rounding="nearest", mean=None, scale=1.0, bgr=false, resize=None))]
+    weight_rounding="nearest", mean=None, scale=1.0, bgr=false, resize=None,
+    float_layers=None, auto_float=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn eval_quantized<'py>(
     py: Python<'py>,
@@ -324,18 +349,22 @@ pub fn eval_quantized<'py>(
     scale: f32,
     bgr: bool,
     resize: Option<String>,
+    float_layers: Option<Vec<String>>,
+    auto_float: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let args = model_args(model, weights, input_shapes)?;
     let graph = load(&args).py()?;
     let feeds = eval_feeds(&graph, feeds)?;
     let specs = calib_specs(Some(calib))?;
     let pre = preprocess(mean, scale, bgr, resize);
-    let quant = QuantArgs {
-        calib_method: calib_method.to_string(),
+    let quant = quant_args(
+        calib_method,
         percentile,
         bias_correction,
-        weight_rounding: weight_rounding.to_string(),
-    };
+        weight_rounding,
+        float_layers,
+        auto_float,
+    );
     let runner = py
         .detach(|| {
             let frames = calib_frames(&specs, &pre, &graph)?;
@@ -343,4 +372,71 @@ pub fn eval_quantized<'py>(
         })
         .py()?;
     run_eval(py, &graph, &runner, &feeds)
+}
+
+/// Which layer lost the accuracy (`nnac analyze`): compiles the model as
+/// `nnac.compile` does (calibrated on `calib`; `float_layers` / `auto_float`
+/// honoured), runs `inputs` (as `calib`: arrays, paths, a list or a dict; default: the
+/// calibration frames) through the float graph and the bit-exact int8 path, and
+/// returns the dict `nnac analyze --json` writes: per layer the error accumulated from
+/// the input (`entire`) and of the layer alone on float inputs (`single`), each as
+/// cosine, SQNR and largest error, and the sensitivity `ranking`.
+#[pyfunction]
+#[pyo3(signature = (model, inputs=None, *, calib=None, weights=None, input_shapes=None,
+    hw=None, calib_method="percentile", percentile=99.99, bias_correction=false,
+    weight_rounding="nearest", float_layers=None, auto_float=None, mean=None, scale=1.0,
+    bgr=false, resize=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn analyze<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyAny>,
+    inputs: Option<&Bound<'py, PyAny>>,
+    calib: Option<&Bound<'py, PyAny>>,
+    weights: Option<PathBuf>,
+    input_shapes: Option<BTreeMap<String, Vec<usize>>>,
+    hw: Option<PathBuf>,
+    calib_method: &str,
+    percentile: f32,
+    bias_correction: bool,
+    weight_rounding: &str,
+    float_layers: Option<Vec<String>>,
+    auto_float: Option<usize>,
+    mean: Option<Vec<f32>>,
+    scale: f32,
+    bgr: bool,
+    resize: Option<String>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let args = model_args(model, weights, input_shapes)?;
+    let calib = calib_specs(calib)?;
+    let inputs = calib_specs(inputs)?;
+    let pre = preprocess(mean, scale, bgr, resize);
+    let hw = stages::load_hw(hw.as_deref()).py()?;
+    let opts = CompileOptions {
+        quant: quant_args(
+            calib_method,
+            percentile,
+            bias_correction,
+            weight_rounding,
+            float_layers,
+            auto_float,
+        ),
+        source_model: args.model.display().to_string(),
+        ..CompileOptions::default()
+    };
+    let json = py
+        .detach(|| {
+            let graph = load(&args)?;
+            let calib = stages::calibration(&calib, &pre, &graph)?;
+            let frames = if inputs.is_empty() {
+                calib.frames.clone()
+            } else {
+                calib_frames(&inputs, &pre, &graph)?
+            };
+            let a = nnac_driver::analyze::analyze(&graph, &calib.frames, &frames, &hw, &opts)?;
+            serde_json::to_value(&a).map_err(|e| {
+                nnac_driver::Error::internal("serializing the analysis", e.to_string())
+            })
+        })
+        .py()?;
+    to_py_json(py, &json)
 }

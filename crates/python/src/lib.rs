@@ -43,6 +43,7 @@ fn nnac_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(functions::inspect, m)?)?;
     m.add_function(wrap_pyfunction!(functions::eval_float, m)?)?;
     m.add_function(wrap_pyfunction!(functions::eval_quantized, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::analyze, m)?)?;
     m.add_function(wrap_pyfunction!(session::evaluate, m)?)?;
     Ok(())
 }

@@ -277,3 +277,38 @@ def test_evaluate_many_frames(program):
     assert raw.dtype == np.int8
     with pytest.raises(nnac.UserError, match="expects shape"):
         nnac.evaluate(program, np.zeros((2, 2), np.float32), progress=False)
+
+
+def test_analyze_is_the_cli_json(tmp_path, calib):
+    import json
+
+    x = frames(3, seed=5)
+    got = nnac.analyze(TINY, x, calib=calib)
+    np.save(tmp_path / "calib.npy", calib)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "a.json"
+    subprocess.run(
+        [nnac_bin(), "analyze", TINY, "--calib", tmp_path / "calib.npy",
+         "--input", tmp_path / "x.npy", "--json", out],
+        check=True, capture_output=True,
+    )
+    assert got == json.loads(out.read_text())
+    assert got["frames"] == 3 and got["ranking"]
+    conv1 = next(l for l in got["layers"] if l["name"] == "conv1")
+    assert conv1["entire"] == conv1["single"]
+    # Without inputs the calibration frames are measured.
+    assert nnac.analyze(TINY, calib=calib)["frames"] == len(calib)
+    with pytest.raises(nnac.UserError, match="no layer named 'nope'"):
+        nnac.analyze(TINY, x, calib=calib, float_layers=["nope"])
+
+
+def test_float_layers_run_on_the_host_and_match_the_reference(calib):
+    p = nnac.compile(TINY, calib=calib, float_layers=["res_a", "res_b"])
+    hosts = [l for l in p.disasm().splitlines() if "host" in l.lower()]
+    assert hosts, p.disasm()
+    x = frames(2, seed=6)
+    want = nnac.eval_quantized(TINY, {"image": x}, calib=calib, float_layers=["res_a", "res_b"])
+    (got,) = nnac.InferenceSession(p).run(None, {"image": x})
+    assert got.tobytes() == want["logits"].tobytes()
+    auto = nnac.compile(TINY, calib=calib, auto_float=1)
+    assert auto.to_bytes() != nnac.compile(TINY, calib=calib).to_bytes()

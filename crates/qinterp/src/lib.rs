@@ -313,7 +313,7 @@ pub fn eval_node(
                 *factors,
             ))
         }
-        Op::Nna(NnaOp::Host(op)) => QVal::Codes(host::run(g, id, op, vals)?),
+        Op::Nna(NnaOp::Host(op)) => host::run(g, id, op, vals)?,
         other => {
             return Err(QError::node(
                 &node.name,

@@ -6,7 +6,7 @@
 use crate::error::{IoError, MemError, SimError};
 use crate::io::{dram_extent, numel, read_output, write_input};
 use crate::memory::Dram;
-use nnac_interp::host::{run_host_op, HostData, HostInput, HostOutput};
+use nnac_interp::host::{run_host_op, run_host_op_float, HostData, HostInput, HostOutput};
 use nnac_ir::{DType, Op};
 use nnac_isa::{HostOp, IoDesc, IoDtype, Program};
 
@@ -35,7 +35,7 @@ pub fn prepare(program: &Program) -> Result<Vec<Prepared<'_>>, SimError> {
         .map(|rec| {
             let op = nnac_ir::parse_op(&rec.op)
                 .map_err(|e| host_err(rec, format!("op text '{}': {e}", rec.op)))?;
-            if matches!(op, Op::Input | Op::Constant(_) | Op::Nna(_)) {
+            if !nnac_interp::host::runs_on_host(&op) {
                 return Err(host_err(
                     rec,
                     format!("{} is not an op the host runs", op.mnemonic()),
@@ -128,6 +128,9 @@ pub fn run(p: &Prepared, dram: &mut Dram) -> Result<(), SimError> {
         .map(|d| read_operand(d, dram).map_err(|m| host_err(rec, format!("'{}': {m}", d.name))))
         .collect::<Result<Vec<_>, _>>()?;
     let o = &rec.output;
+    if o.dtype == IoDtype::Float32 {
+        return run_float_output(p, &inputs, dram);
+    }
     let out = HostOutput {
         dtype: ir_dtype(o.dtype),
         scale: o.scale,
@@ -148,4 +151,46 @@ pub fn run(p: &Prepared, dram: &mut Dram) -> Result<(), SimError> {
     }
     let bytes: Vec<u8> = codes.iter().map(|&c| c as u8).collect();
     write_input(o, &bytes, dram).map_err(|m| host_err(rec, m))
+}
+
+/// A host op whose float32 result only other host ops read (a run of layers kept in
+/// float): the values are stored as they are, little-endian, dense.
+fn run_float_output(p: &Prepared, inputs: &[HostInput], dram: &mut Dram) -> Result<(), SimError> {
+    let (rec, o) = (p.rec, &p.rec.output);
+    let t = run_host_op_float(&p.op, inputs).map_err(|e| host_err(rec, e.to_string()))?;
+    let want: Vec<usize> = o.shape.iter().map(|&s| s as usize).collect();
+    if t.shape != want || o.layout != nnac_isa::IoLayout::Dense {
+        return Err(host_err(
+            rec,
+            format!(
+                "{} produces shape {:?}, the dense float32 output '{}' has {want:?}",
+                p.op.mnemonic(),
+                t.shape,
+                o.name
+            ),
+        ));
+    }
+    let bytes: Vec<u8> = t
+        .to_f32_vec()
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    if let Some((lo, hi)) = dram_extent(o) {
+        let region = dram
+            .slice_mut(lo, hi - lo)
+            .map_err(|e| host_err(rec, e.to_string()))?;
+        if region.len() != bytes.len() {
+            return Err(host_err(
+                rec,
+                format!(
+                    "'{}': {} bytes for {} values",
+                    o.name,
+                    region.len(),
+                    t.numel()
+                ),
+            ));
+        }
+        region.copy_from_slice(&bytes);
+    }
+    Ok(())
 }

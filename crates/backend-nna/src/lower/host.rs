@@ -72,6 +72,21 @@ fn code_desc(name: &str, t: &TensorType, layout: IoLayout) -> Result<IoDesc, Ref
     })
 }
 
+/// The dense float32 descriptor of a host op's result that stays float (a layer kept
+/// in float whose value only host ops read, `nnac_passes` `float_layers`).
+fn float_desc(name: &str, t: &TensorType) -> Result<IoDesc, Refusal> {
+    Ok(IoDesc {
+        name: name.to_string(),
+        dir: IoDir::Output,
+        dtype: IoDtype::Float32,
+        shape: shape_u32(&t.shape)?,
+        dram_addr: 0,
+        layout: IoLayout::Dense,
+        scale: 1.0,
+        zero_point: 0,
+    })
+}
+
 /// True if some user of `id`'s value reads it from SRAM (an NNA op).
 pub(crate) fn needs_sram(walk: &Walk<'_>, id: NodeId) -> bool {
     walk.g.users(Value::new(id, 0)).iter().any(|&(u, _)| {
@@ -273,7 +288,11 @@ pub(crate) fn host_op(walk: &mut Walk<'_>, id: NodeId, op: &Op) -> Result<(), Re
     } else {
         None
     };
-    let mut desc = code_desc(&name, &out_t, IoLayout::Dense)?;
+    let mut desc = if out_t.dtype == DType::F32 && !sram {
+        float_desc(&name, &out_t)?
+    } else {
+        code_desc(&name, &out_t, IoLayout::Dense)?
+    };
     desc.dir = IoDir::Output;
     let tensor = walk.host.scratch(span(&desc));
     let output = DramVal { tensor, desc };

@@ -37,7 +37,8 @@ pub struct HostOp {
     pub op: String,
     /// Operands in op order, `dir` = input.
     pub inputs: Vec<IoDesc>,
-    /// The result, `dir` = output, 8-bit.
+    /// The result, `dir` = output: 8-bit codes, or float32 when only host ops read
+    /// it (a run of layers kept in float, `--float-layers`).
     pub output: IoDesc,
 }
 
@@ -83,7 +84,8 @@ impl HostOp {
         self.output
             .validate()
             .map_err(|error| HostOpError::Output { op: op(), error })?;
-        if self.output.dir != IoDir::Output || !self.output.dtype.is_code() {
+        let kind_ok = self.output.dtype.is_code() || self.output.dtype == crate::IoDtype::Float32;
+        if self.output.dir != IoDir::Output || !kind_ok {
             return Err(HostOpError::OutputKind {
                 op: op(),
                 output: self.output.name.clone(),

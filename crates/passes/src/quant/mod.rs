@@ -134,10 +134,12 @@ pub fn quantize(
     let order = g
         .topo_order()
         .map_err(|e| PassError::node("quantize", &e.node, e.msg))?;
+    // Values that stay float32 (between layers kept in float) get no quantization.
     let values: Vec<NodeId> = order
         .iter()
         .copied()
         .filter(|&n| !matches!(g.node(n).op, Op::Constant(_)))
+        .filter(|&n| !crate::host::float_layers::keeps_float(g, n))
         .collect();
     let groups = share_groups(g, &values);
     let symmetric = symmetric_roots(g, &values, &groups);
@@ -238,8 +240,11 @@ pub fn quantize(
 /// The original node whose calibration statistics stand for value `n`.
 fn stats_key<'a>(ctx: &'a PassCtx, n: NodeId, g: &'a Graph) -> &'a str {
     let node = g.node(n);
-    match node.op {
+    match &node.op {
         Op::Nna(NnaOp::Dot(_) | NnaOp::Scale(_) | NnaOp::Eltwise(_)) => ctx.simd_name(&node.name),
+        // A fused layer kept in float on the host quantizes its final value (after
+        // its pooling stage).
+        Op::Nna(NnaOp::Host(inner)) if matches!(**inner, Op::Nna(_)) => ctx.out_name(&node.name),
         _ => node.name.as_str(),
     }
 }
