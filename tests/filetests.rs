@@ -49,7 +49,7 @@ struct Case {
     /// The `; host: NODE REASON` lines.
     host_nodes: std::collections::BTreeMap<String, String>,
     /// The `; float: NAME` lines.
-    float_layers: std::collections::BTreeSet<String>,
+    float_layers: std::collections::BTreeMap<String, String>,
     /// The file up to (without) the `; expect:` line.
     head: String,
     /// The input IR: the head without its `;` lines.
@@ -69,7 +69,7 @@ fn parse_case(path: &Path, text: &str) -> Case {
     let mut run = Vec::new();
     let mut errors = Vec::new();
     let mut host_nodes = std::collections::BTreeMap::new();
-    let mut float_layers = std::collections::BTreeSet::new();
+    let mut float_layers = std::collections::BTreeMap::new();
     let mut input = String::new();
     for line in head.lines() {
         if let Some(d) = line.strip_prefix(';') {
@@ -82,7 +82,10 @@ fn parse_case(path: &Path, text: &str) -> Case {
                 let (node, why) = h.trim().split_once(' ').unwrap_or((h.trim(), ""));
                 host_nodes.insert(node.to_string(), why.trim().to_string());
             } else if let Some(f) = d.strip_prefix("float:") {
-                float_layers.insert(f.trim().to_string());
+                float_layers.insert(
+                    f.trim().to_string(),
+                    nnac_passes::FLOAT_LAYER_REASON.to_string(),
+                );
             }
         } else {
             input.push_str(line);

@@ -261,11 +261,15 @@ fn auto_float_keeps_the_most_sensitive_layers_in_float() {
         prog.to_str().unwrap(),
     ]));
     assert!(summary.contains("host ops: 2 ("), "{summary}");
-    for l in top {
-        assert!(
-            summary.contains(&format!("{l} (")) && summary.contains("kept in float32"),
-            "{l} not kept in float: {summary}"
+    for (k, l) in top.iter().enumerate() {
+        let reason = format!(
+            "kept in float32 (--auto-float: sensitivity rank {} of the analysis)",
+            k + 1
         );
+        let found = summary
+            .lines()
+            .any(|s| s.starts_with(&format!("  {l} (")) && s.ends_with(&reason));
+        assert!(found, "{l}: '{reason}' missing: {summary}");
     }
 }
 

@@ -24,22 +24,27 @@ pub fn partition(
     keep_reference: bool,
     on_round: &dyn Fn(usize, &BTreeMap<String, String>),
 ) -> Result<Partitioned, Error> {
-    let mut opts = opts.clone();
-    if let Some(n) = opts.quant.auto_float.filter(|&n| n > 0) {
-        let picks = most_sensitive(graph, frames, hw, &opts, n)?;
-        opts.quant.float_layers.extend(picks);
-        opts.quant.auto_float = None;
-    }
-    let pass_opts = nnac_passes::PassOptions {
+    let mut pass_opts = nnac_passes::PassOptions {
         keep_reference,
-        ..pass_options(&opts)?
+        ..pass_options(opts)?
     };
+    if let Some(n) = opts.quant.auto_float.filter(|&n| n > 0) {
+        let picks = most_sensitive(graph, frames, hw, opts, n)?;
+        for (k, name) in picks.into_iter().enumerate() {
+            pass_opts.float_layers.entry(name).or_insert_with(|| {
+                format!(
+                    "kept in float32 (--auto-float: sensitivity rank {} of the analysis)",
+                    k + 1
+                )
+            });
+        }
+    }
     nnac_partition::compile_and_lower(
         graph,
         frames,
         &pass_opts,
         hw,
-        &backend_options(&opts)?,
+        &backend_options(opts)?,
         on_round,
     )
     .map_err(from_partition)
@@ -62,6 +67,8 @@ fn most_sensitive(
     }
     let mut first = CompileOptions {
         measure: false,
+        dump: None,
+        progress: None,
         ..opts.clone()
     };
     first.quant.auto_float = None;

@@ -194,7 +194,11 @@ impl QuantArgs {
             percentile: self.percentile,
             bias_correction: self.bias_correction,
             weight_rounding,
-            float_layers: self.float_layers.iter().cloned().collect(),
+            float_layers: self
+                .float_layers
+                .iter()
+                .map(|n| (n.clone(), nnac_passes::FLOAT_LAYER_REASON.to_string()))
+                .collect(),
             ..nnac_passes::PassOptions::default()
         })
     }

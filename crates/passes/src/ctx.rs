@@ -33,7 +33,7 @@ pub struct PassCtx {
     pub host_reasons: BTreeMap<String, String>,
     /// Layers to keep in float32 on the host (`PassOptions::float_layers`;
     /// `float_layers`).
-    pub float_layers: std::collections::BTreeSet<String>,
+    pub float_layers: BTreeMap<String, String>,
     /// Quantization the model file fixes (pre-quantized models, `absorb_qdq`).
     pub fixed: crate::fixed::FixedQuant,
 }

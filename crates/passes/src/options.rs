@@ -136,8 +136,9 @@ pub struct PassOptions {
     /// not lower in an earlier attempt (`force_host`, partitioning).
     pub host_nodes: std::collections::BTreeMap<String, String>,
     /// Layers (fused layer names, or names of nodes they absorbed) to keep in float32
-    /// on the host (`--float-layers`; the `float_layers` pass).
-    pub float_layers: std::collections::BTreeSet<String>,
+    /// on the host, with the reason the host-op list gives (`--float-layers`,
+    /// `--auto-float`; the `float_layers` pass).
+    pub float_layers: std::collections::BTreeMap<String, String>,
     /// Keep the folded float graph in [`crate::Compiled::reference`] (for
     /// [`crate::analysis::analyze`]).
     pub keep_reference: bool,
@@ -164,7 +165,7 @@ impl Default for PassOptions {
             measure: true,
             keep_float_bytes: crate::float_ref::KEEP_BYTES,
             host_nodes: std::collections::BTreeMap::new(),
-            float_layers: std::collections::BTreeSet::new(),
+            float_layers: std::collections::BTreeMap::new(),
             keep_reference: false,
             calib_stats: None,
         }

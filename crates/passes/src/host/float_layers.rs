@@ -15,7 +15,7 @@
 use crate::{PassCtx, PassError};
 use nnac_ir::{Graph, NnaOp, NodeId, Op};
 
-/// The reason the host-op list gives a float layer.
+/// The reason the host-op list gives a layer `--float-layers` names.
 pub const FLOAT_LAYER_REASON: &str = "kept in float32 (--float-layers)";
 
 /// Wraps every NNA compute layer named in `ctx.float_layers` as a host op.
@@ -24,10 +24,10 @@ pub fn float_layers(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError> {
         return Ok(());
     }
     let mut unknown = Vec::new();
-    let mut chosen: Vec<NodeId> = Vec::new();
-    for want in &ctx.float_layers {
+    let mut chosen: Vec<(NodeId, String)> = Vec::new();
+    for (want, reason) in &ctx.float_layers {
         match layer_named(g, ctx, want) {
-            Some(id) if !chosen.contains(&id) => chosen.push(id),
+            Some(id) if !chosen.iter().any(|(c, _)| *c == id) => chosen.push((id, reason.clone())),
             Some(_) => {}
             None => unknown.push(want.clone()),
         }
@@ -44,7 +44,7 @@ pub fn float_layers(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError> {
         )));
     }
     let mut no_arith = Vec::new();
-    for &id in &chosen {
+    for (id, reason) in chosen {
         match &g.node(id).op {
             Op::Nna(NnaOp::Dot(_) | NnaOp::Scale(_) | NnaOp::Eltwise(_)) => {}
             // Already on the host in float (an op the NNA has no instruction for).
@@ -57,8 +57,7 @@ pub fn float_layers(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError> {
         let name = g.node(id).name.clone();
         let inner = g.node(id).op.clone();
         g.node_mut(id).op = Op::Nna(NnaOp::Host(Box::new(inner.clone())));
-        ctx.host_reasons
-            .insert(name.clone(), FLOAT_LAYER_REASON.to_string());
+        ctx.host_reasons.insert(name.clone(), reason);
         ctx.note(
             &name,
             format!("{} runs on the host in float32", inner.mnemonic()),
