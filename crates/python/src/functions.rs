@@ -89,6 +89,18 @@ fn quant_args(
     }
 }
 
+/// Raises `w` as a Python `UserWarning` (the CLI prints it on stderr).
+fn user_warning(py: Python<'_>, w: &str) -> PyResult<()> {
+    let msg =
+        std::ffi::CString::new(w).map_err(|e| crate::InternalError::new_err(e.to_string()))?;
+    PyErr::warn(
+        py,
+        &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+        &msg,
+        1,
+    )
+}
+
 /// The image preprocessing options.
 fn preprocess(mean: Option<Vec<f32>>, scale: f32, bgr: bool, resize: Option<String>) -> Preprocess {
     Preprocess {
@@ -166,14 +178,7 @@ pub fn compile(
         .detach(|| stages::compile(&model, &specs, &pre, &hw, &opts))
         .py()?;
     if let Some(w) = &r.warning {
-        let msg = std::ffi::CString::new(w.as_str())
-            .map_err(|e| crate::InternalError::new_err(e.to_string()))?;
-        PyErr::warn(
-            py,
-            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
-            &msg,
-            1,
-        )?;
+        user_warning(py, w)?;
     }
     let report = if quant_report {
         Some(
@@ -423,7 +428,7 @@ pub fn analyze<'py>(
         source_model: args.model.display().to_string(),
         ..CompileOptions::default()
     };
-    let json = py
+    let (json, warning) = py
         .detach(|| {
             let graph = load(&args)?;
             let calib = stages::calibration(&calib, &pre, &graph)?;
@@ -433,10 +438,14 @@ pub fn analyze<'py>(
                 calib_frames(&inputs, &pre, &graph)?
             };
             let a = nnac_driver::analyze::analyze(&graph, &calib.frames, &frames, &hw, &opts)?;
-            serde_json::to_value(&a).map_err(|e| {
+            let json = serde_json::to_value(&a).map_err(|e| {
                 nnac_driver::Error::internal("serializing the analysis", e.to_string())
-            })
+            })?;
+            Ok((json, calib.warning()))
         })
         .py()?;
+    if let Some(w) = &warning {
+        user_warning(py, w)?;
+    }
     to_py_json(py, &json)
 }

@@ -312,3 +312,9 @@ def test_float_layers_run_on_the_host_and_match_the_reference(calib):
     assert got.tobytes() == want["logits"].tobytes()
     auto = nnac.compile(TINY, calib=calib, auto_float=1)
     assert auto.to_bytes() != nnac.compile(TINY, calib=calib).to_bytes()
+
+
+def test_analyze_without_calibration_warns():
+    with pytest.warns(UserWarning, match="synthetic calibration"):
+        a = nnac.analyze(TINY)
+    assert a["frames"] > 0 and a["layers"]
