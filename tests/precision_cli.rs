@@ -220,7 +220,13 @@ fn float_layers_run_on_the_host_bit_exact_with_the_quantized_reference() {
 fn float_layers_bring_the_output_closer_to_float() {
     let d = data("float_gain");
     let base = output_sqnr(&analysis(&d, &[]));
-    let some = output_sqnr(&analysis(&d, &["--float-layers", "res_a,res_b"]));
+    let hybrid = analysis(&d, &["--float-layers", "res_a,res_b"]);
+    let some = output_sqnr(&hybrid);
+    // res_a's value stays float32 (only res_b, a float layer, reads it): still measured.
+    for l in ["res_a", "res_b"] {
+        assert_eq!(layer(&hybrid, l)["on_host"], true, "{l}");
+        assert!(layer(&hybrid, l)["entire"]["cosine"].as_f64().unwrap() > 0.99);
+    }
     let all = output_sqnr(&analysis(
         &d,
         &["--float-layers", "conv1,res_a,res_b,res_add,conv2,gap,fc"],

@@ -22,7 +22,7 @@ use crate::float_eval::{run_observed, Frame};
 use crate::quant::params::{dequantize, scale_zp};
 use crate::PassError;
 use nnac_interp::host::quantize;
-use nnac_ir::{Graph, NnaOp, NodeId, Op};
+use nnac_ir::{DType, Graph, NnaOp, NodeId, Op, TensorType};
 use nnac_qinterp::{eval_node, run_quantized_observed, QTrace, QVal};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -159,9 +159,9 @@ pub fn analyze(
                 float.insert(name.clone(), t.to_f32_vec());
             }
         })?;
-        let mut codes: BTreeMap<NodeId, Vec<i32>> = BTreeMap::new();
-        let (vals, _) = run_quantized_observed(q, frame, &mut |n, c| {
-            codes.insert(n, c.to_vec());
+        let mut int8: BTreeMap<NodeId, QVal> = BTreeMap::new();
+        let (vals, _) = run_quantized_observed(q, frame, &mut |n, v| {
+            int8.insert(n, v.clone());
         })
         .map_err(|e| PassError::Interp {
             context: context.clone(),
@@ -171,16 +171,20 @@ pub fn analyze(
             .par_iter()
             .filter_map(|&n| {
                 let f = float.get(ref_name(n))?;
-                let c = codes.get(&n)?;
-                let mut acc = sums.get(&n).copied().unwrap_or_default();
                 let t = &q.node(n).outputs[0];
-                let (s, zp) = scale_zp(t);
-                let y: Vec<f32> = c.iter().map(|&c| dequantize(c, s, zp)).collect();
+                let y = real(int8.get(&n)?, t);
+                let mut acc = sums.get(&n).copied().unwrap_or_default();
                 acc.entire.add(f, &y);
-                let rounded: Vec<f32> = f
-                    .iter()
-                    .map(|&x| dequantize(quantize(x, s, zp, t.dtype), s, zp))
-                    .collect();
+                // A value kept float32 (between float layers) is not rounded.
+                let rounded: Vec<f32> = match t.dtype {
+                    DType::F32 => f.clone(),
+                    d => {
+                        let (s, zp) = scale_zp(t);
+                        f.iter()
+                            .map(|&x| dequantize(quantize(x, s, zp, d), s, zp))
+                            .collect()
+                    }
+                };
                 acc.rounding.add(f, &rounded);
                 acc.single = match single(q, reference, n, frame, &float, &consts) {
                     Some(y) if y.len() == f.len() => {
@@ -267,18 +271,31 @@ fn single(
             continue;
         }
         let t = q.value_type(v);
-        let (s, zp) = scale_zp(t);
         let f = float.get(ref_name(q, reference, p))?;
-        vals.insert(
-            p,
-            QVal::Codes(f.iter().map(|&x| quantize(x, s, zp, t.dtype)).collect()),
-        );
+        let val = match t.dtype {
+            DType::F32 => QVal::F32(f.clone()),
+            d => {
+                let (s, zp) = scale_zp(t);
+                QVal::Codes(f.iter().map(|&x| quantize(x, s, zp, d)).collect())
+            }
+        };
+        vals.insert(p, val);
     }
     let mut trace = QTrace::default();
     let out = eval_node(q, n, frame, &vals, &mut trace).ok()?;
-    let t = &q.node(n).outputs[0];
-    let (s, zp) = scale_zp(t);
-    Some(out.codes()?.iter().map(|&c| dequantize(c, s, zp)).collect())
+    Some(real(&out, &q.node(n).outputs[0]))
+}
+
+/// The real values of a quantized interpreter's value of type `t`: codes
+/// dequantized, float32 values as they are.
+pub(crate) fn real(v: &QVal, t: &TensorType) -> Vec<f32> {
+    match v {
+        QVal::Codes(c) => {
+            let (s, zp) = scale_zp(t);
+            c.iter().map(|&c| dequantize(c, s, zp)).collect()
+        }
+        QVal::F32(f) => f.clone(),
+    }
 }
 
 /// The float node whose value node `n` of `q` stands for.

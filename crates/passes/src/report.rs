@@ -8,11 +8,10 @@ use crate::agreement::{db_text, Sums};
 use crate::ctx::{Fused, PassCtx, Rewrite};
 use crate::float_eval::{run_observed, Frame};
 use crate::float_ref::{FloatRef, FrameValues};
-use crate::quant::params::{dequantize, scale_zp};
 use crate::quant::LayerQuant;
 use crate::{CalibMethod, PassError};
 use nnac_ir::{Graph, NodeId, Op, Tensor};
-use nnac_qinterp::run_quantized_observed;
+use nnac_qinterp::{run_quantized_observed, QVal};
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -114,10 +113,10 @@ pub fn measure(
     let wanted_ids: BTreeSet<NodeId> = wanted.values().copied().collect();
     for (i, frame) in frames.iter().enumerate() {
         let run_q = || {
-            let mut codes: BTreeMap<NodeId, Vec<i32>> = BTreeMap::new();
-            run_quantized_observed(q, frame, &mut |n, c| {
+            let mut codes: BTreeMap<NodeId, QVal> = BTreeMap::new();
+            run_quantized_observed(q, frame, &mut |n, v| {
                 if wanted_ids.contains(&n) {
-                    codes.insert(n, c.to_vec());
+                    codes.insert(n, v.clone());
                 }
             })
             .map(|(vals, trace)| (vals, trace, codes))
@@ -128,7 +127,7 @@ pub fn measure(
         };
         let float_run = float_run?;
         let (vals, trace, codes) = q_run?;
-        let pairs: Vec<(NodeId, &[i32], &[f32])> = codes
+        let pairs: Vec<(NodeId, &QVal, &[f32])> = codes
             .iter()
             .filter_map(|(n, c)| {
                 let name = ctx.out_name(&q.node(*n).name);
@@ -136,15 +135,14 @@ pub fn measure(
                     .values
                     .get(name)
                     .filter(|_| wanted.get(name) == Some(n))?;
-                Some((*n, c.as_slice(), f.as_slice()))
+                Some((*n, c, f.as_slice()))
             })
             .collect();
         // Layers in parallel; each layer's sums continue in their own order.
         let updated: Vec<(NodeId, Sums)> = pairs
             .par_iter()
             .map(|&(n, c, f)| {
-                let (s, zp) = scale_zp(&q.node(n).outputs[0]);
-                let y: Vec<f32> = c.iter().map(|&c| dequantize(c, s, zp)).collect();
+                let y = crate::analysis::real(c, &q.node(n).outputs[0]);
                 let mut acc = sums.get(&n).copied().unwrap_or_default();
                 acc.add(f, &y);
                 (n, acc)

@@ -101,13 +101,14 @@ fn raw_tensor(g: &Graph, v: Value, codes: &[i32]) -> Tensor {
     Tensor::new(t.shape.clone(), data).expect("shape")
 }
 
-/// Runs the graph, calling `observe(node, codes)` after every non-constant node.
+/// Runs the graph, calling `observe(node, value)` after every non-constant node (its
+/// codes, or float32 values between layers kept in float).
 /// Returns the values of the nodes producing graph outputs (every other value is
 /// dropped once its last consumer has run) and the run's counters.
 pub fn run_quantized_observed(
     g: &Graph,
     inputs: &Frame,
-    observe: &mut dyn FnMut(NodeId, &[i32]),
+    observe: &mut dyn FnMut(NodeId, &QVal),
 ) -> Result<(BTreeMap<NodeId, QVal>, QTrace), QError> {
     check_frame(g, inputs, 0)?;
     let mut walk = Walk::new(g)?;
@@ -118,8 +119,8 @@ pub fn run_quantized_observed(
             continue;
         }
         let v = eval_node(g, id, inputs, &vals, &mut trace)?;
-        if let (QVal::Codes(c), false) = (&v, matches!(g.node(id).op, Op::Constant(_))) {
-            observe(id, c);
+        if !matches!(g.node(id).op, Op::Constant(_)) {
+            observe(id, &v);
         }
         if walk.keeps(id) {
             vals.insert(id, v);
