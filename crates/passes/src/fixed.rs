@@ -58,9 +58,6 @@ impl FixedAct {
 pub struct FixedWeights {
     pub axis: Option<usize>,
     pub scales: Vec<f32>,
-    /// Codes of -128, which the NNA's symmetric weights cannot hold (they become
-    /// -127 at the same scale: an error of one step on those weights).
-    pub clamped: usize,
 }
 
 /// Everything the file fixes, by original node name (the names calibration statistics

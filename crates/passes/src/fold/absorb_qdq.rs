@@ -76,7 +76,6 @@ fn fold_weights(
 ) -> Result<(), PassError> {
     let name = g.node(id).name.clone();
     let what = format!("dequantizing the constant of '{name}'");
-    let codes = t.to_f32_vec();
     let vals = eval_op(&Op::Dequantize(q.clone()), std::slice::from_ref(t), &what)?;
     let c = g.add_constant(g.fresh_name(&format!("{name}.w")), vals);
     bypass(g, id, c);
@@ -87,14 +86,12 @@ fn fold_weights(
     }
     let symmetric = q.dtype == DType::I8 && q.zero_points.iter().all(|&z| z == 0);
     if symmetric {
-        let clamped = codes.iter().filter(|&&v| v == -128.0).count();
         let cname = g.node(c.node).name.clone();
         ctx.fixed.weights.insert(
             cname,
             FixedWeights {
                 axis: q.axis,
                 scales: q.scales.clone(),
-                clamped,
             },
         );
         ctx.note(&name, "weights keep the file's int8 codes and scales");

@@ -62,9 +62,6 @@ pub struct QuantSource {
     /// Dot layers whose weights nnac quantized itself (float or asymmetric in the
     /// file, or the file's axis is not the output channels).
     pub weights_calibrated: Vec<String>,
-    /// Weight codes of -128 in the file, stored as -127 (the NNA's weights are
-    /// symmetric): one step of error on each.
-    pub clamped_weights: usize,
     /// Values whose group (a concatenation, a view) the file gives several
     /// quantizations: every member takes the last one in data-flow order.
     pub merged: Vec<String>,
@@ -86,12 +83,6 @@ impl QuantSource {
             },
             self.weights_calibrated.len()
         );
-        if self.clamped_weights > 0 {
-            s += &format!(
-                "; {} weight code(s) -128 stored as -127",
-                self.clamped_weights
-            );
-        }
         if !self.merged.is_empty() {
             s += &format!(
                 "; shared buffers take one of several file quantizations: {}",
@@ -212,7 +203,6 @@ pub fn quantize(
                 let name = g.node(n).name.clone();
                 if d.weights_from_file {
                     source.weights_from_file.push(name);
-                    source.clamped_weights += fw.map_or(0, |f| f.clamped);
                 } else {
                     source.weights_calibrated.push(name);
                 }

@@ -99,20 +99,42 @@ pub fn weight_scale(w: &[f32]) -> f32 {
     }
 }
 
+/// The smallest weight code nnac chooses itself: its weights are symmetric,
+/// `[-127, 127]` (a pre-quantized model's own codes may also be -128,
+/// [`FILE_WEIGHT_MIN`]).
+pub const WEIGHT_MIN: i32 = -127;
+
+/// The smallest weight code a pre-quantized model's file may give (PyTorch's and
+/// ONNX's int8 range; the MAC array multiplies any int8): kept as it is.
+pub const FILE_WEIGHT_MIN: i32 = -128;
+
 /// `out[i] = quantize_weight(w[i], scale)`.
 #[inline(always)]
 pub fn quantize_weights_into(w: &[f32], scale: f32, out: &mut [i8]) {
+    quantize_weights_from(w, scale, WEIGHT_MIN, out);
+}
+
+/// `out[i]` = `w[i]` at `scale`, rounded as [`quantize_weight`], clamped to
+/// `[lo, 127]` (`lo`: [`WEIGHT_MIN`] or [`FILE_WEIGHT_MIN`]).
+#[inline(always)]
+pub fn quantize_weights_from(w: &[f32], scale: f32, lo: i32, out: &mut [i8]) {
     out.iter_mut()
         .zip(w)
-        .for_each(|(q, &x)| *q = quantize_weight(x, scale));
+        .for_each(|(q, &x)| *q = quantize_weight_in(x, scale, lo));
 }
 
 /// One weight at a given scale (round half away from zero, clamp to [-127, 127]; NaN
-/// gives 0). Written with a truncating conversion instead of `f32::round` (a libm
+/// gives 0).
+#[inline(always)]
+pub fn quantize_weight(x: f32, scale: f32) -> i8 {
+    quantize_weight_in(x, scale, WEIGHT_MIN)
+}
+
+/// One weight at a given scale, clamped to `[lo, 127]`. Written with a truncating conversion instead of `f32::round` (a libm
 /// call) so that loops over weights vectorise; the same integer for every input:
 /// `q - trunc(q)` is exact, and beyond 2^23 every f32 is an integer.
 #[inline(always)]
-pub fn quantize_weight(x: f32, scale: f32) -> i8 {
+fn quantize_weight_in(x: f32, scale: f32, lo: i32) -> i8 {
     let q = x / scale;
     let t = q as i32; // toward zero, saturating; NaN -> 0
     let frac = q - t as f32;
@@ -123,7 +145,7 @@ pub fn quantize_weight(x: f32, scale: f32) -> i8 {
     } else {
         t
     };
-    r.clamp(-127, 127) as i8
+    r.clamp(lo, 127) as i8
 }
 
 #[cfg(test)]

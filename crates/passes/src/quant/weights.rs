@@ -6,7 +6,7 @@
 
 use super::acc_bound::{channel_bound, AccReport, ACC_LIMIT};
 use super::gptq::round_channel;
-use super::params::{quantize_weights_into, weight_scale};
+use super::params::{quantize_weights_from, weight_scale, FILE_WEIGHT_MIN, WEIGHT_MIN};
 use crate::channels::WeightChannels;
 use rayon::prelude::*;
 
@@ -37,7 +37,8 @@ pub struct LayerFrom<'a> {
     pub xmax: i64,
     /// GPTQ's factors (else weights round to nearest).
     pub gptq: Option<&'a GptqFactors>,
-    /// Per-channel scales fixed by a pre-quantized model (else `max|w| / 127`).
+    /// Per-channel scales fixed by a pre-quantized model (else `max|w| / 127`); its
+    /// codes keep their int8 range, -128 included.
     pub fixed: Option<&'a [f32]>,
 }
 
@@ -47,6 +48,8 @@ struct LayerIn {
     s_in: f32,
     zp_in: i32,
     xmax: i64,
+    /// The smallest weight code: -128 for a file's codes, else -127.
+    code_min: i32,
 }
 
 /// One channel's result (its codes are written in place).
@@ -88,7 +91,16 @@ pub fn quantize_layer(
         return None;
     }
     let scale_of = |c: usize, wc: &[f32]| fixed.map_or_else(|| weight_scale(wc), |f| f[c]);
-    let li = LayerIn { s_in, zp_in, xmax };
+    let li = LayerIn {
+        s_in,
+        zp_in,
+        xmax,
+        code_min: if fixed.is_some() {
+            FILE_WEIGHT_MIN
+        } else {
+            WEIGHT_MIN
+        },
+    };
     let mut wq = vec![0i8; w.len()];
     let factor_of = |c: usize| -> Option<&[f64]> {
         let f = gptq?;
@@ -164,7 +176,7 @@ fn quantize_channel(
 ) -> ChannelQ {
     let round = |scale: f32, q: &mut [i8]| match gptq {
         Some(u) => round_channel(w, u, scale, q),
-        None => quantize_weights_into(w, scale, q),
+        None => quantize_weights_from(w, scale, li.code_min, q),
     };
     let mut scale = scale;
     round(scale, q);
