@@ -8,8 +8,8 @@
 //! the same rule as every host op (`nnac_interp::host::run_host_op`).
 //!
 //! A name may be the fused layer's own (the names `nnac analyze` and the compile
-//! summary print) or of any original node it absorbed (a ReLU or BatchNorm the layer
-//! took in). Names that match no layer, or a layer that does no arithmetic (a
+//! summary print) or of any original node fusion absorbed into it (its ReLU, clip or
+//! pooling; a BatchNorm folded into the weights before fusion leaves no name). Names that match no layer, or a layer that does no arithmetic (a
 //! concatenation, a reshape), are the user's error, all listed at once.
 
 use crate::{PassCtx, PassError};
