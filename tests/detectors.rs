@@ -117,8 +117,9 @@ fn yolo_detectors_compile_with_host_ops_and_run_bit_exact() {
     let tmp = tempdir("yolo");
     let dir = tmp.path();
     let input = astronaut_320(dir);
-    // The Focus stem's four step-2 Slices run on the host (4 more host ops).
-    for (name, host_ops) in [("yolov8n", 20), ("yolov5s", 40), ("yolov5s_focus", 44)] {
+    // The Focus stem's four step-2 Slices run on the NNA (strided SCALE copies): no
+    // more host ops than the plain YOLOv5s.
+    for (name, host_ops) in [("yolov8n", 20), ("yolov5s", 40), ("yolov5s_focus", 40)] {
         let model = detector(name);
         let program = dir.join(format!("{name}.nnab"));
         // The summary of one of them (measured: slower), the other quiet.

@@ -279,6 +279,19 @@ pub fn eval_node(
             starts,
             ends,
         )),
+        Op::StridedSlice {
+            axes,
+            starts,
+            ends,
+            steps,
+        } => QVal::Codes(nnac_interp::kernels::strided_slice(
+            arg(0)?,
+            &g.value_type(ins[0]).shape,
+            axes,
+            starts,
+            ends,
+            steps,
+        )),
         Op::Nna(NnaOp::Dot(d)) => QVal::Codes(dot::finish(
             g,
             id,

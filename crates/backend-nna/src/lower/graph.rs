@@ -11,7 +11,7 @@ use crate::base::spill_state::Src;
 use crate::base::walk::{ConcatSlot, Lowered, Walk};
 use crate::error::Refusal;
 use crate::error::{BackendError, UnsupportedNode};
-use crate::lower::{dot, host, shuffle, upsample};
+use crate::lower::{dot, host, shuffle, strided, upsample};
 use crate::place::{spill, split_px};
 use nnac_ir::{NnaOp, NodeId, Op, Value};
 use nnac_isa::{IoDesc, IoDir, IoDtype, IoLayout};
@@ -198,6 +198,7 @@ fn lower_node<'g>(walk: &mut Walk<'g>, id: NodeId) -> Result<(), BackendError> {
         Op::Input | Op::Constant(_) => return Ok(()),
         Op::Reshape { .. } => host::reshape_any(walk, id),
         Op::Slice { .. } => host::slice_any(walk, id),
+        Op::StridedSlice { .. } => strided::strided_slice(walk, id),
         Op::Nna(NnaOp::Dot(d)) => dot::dot(walk, id, d),
         Op::Nna(NnaOp::Scale(s)) => dot::scale(walk, id, s),
         Op::Nna(NnaOp::Eltwise(e)) => dot::eltwise(walk, id, e),

@@ -2,7 +2,7 @@
 //! through the walk's core ([`crate::base::walk::Walk`]). Dot products, SCALE and
 //! ELTWISE ([`dot`]), host ops ([`host`]), global pooling ([`gap`]), pooling apart
 //! from its producer ([`pool_apart`], [`pool_bands`]), channel shuffles
-//! ([`shuffle`]), upsampling ([`upsample`]), HWC eltwise ([`eltwise_hwc`]) and the
+//! ([`shuffle`]), upsampling ([`upsample`]), strided slices ([`strided`]), HWC eltwise ([`eltwise_hwc`]) and the
 //! SIMD epilogue programs ([`simd`]).
 //!
 //! **Boundary**: depends on `base`, `place` and `schedule`; nothing but the crate
@@ -18,4 +18,5 @@ pub(crate) mod pool_apart;
 pub(crate) mod pool_bands;
 pub(crate) mod shuffle;
 pub mod simd;
+pub(crate) mod strided;
 pub(crate) mod upsample;

@@ -3,7 +3,10 @@
 //! on the CPU between NNA segments. Reshape stays as it is: a view that changes no
 //! bytes in NCHW order (the backend decides whether its layout needs a copy); so does
 //! a Slice of the channels of a 4-D tensor (ONNX Split / Slice on axis 1): a block of
-//! whole channel planes, a view at an offset (`channel_slice`).
+//! whole channel planes, a view at an offset (`channel_slice`); and a strided slice
+//! of the C, H and W axes of a 4-D tensor (the Focus stem's `x[..., ::2, ::2]`),
+//! which the backend copies with one SCALE through strided input pitches
+//! (`nnac_backend_nna` `lower/strided.rs`; the host when its layout does not allow).
 
 use crate::{PassCtx, PassError};
 use nnac_ir::{Graph, NnaOp, NodeId, Op};
@@ -15,6 +18,7 @@ pub fn mark_host(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError> {
             op,
             Op::Input | Op::Constant(_) | Op::Reshape { .. } | Op::Nna(_)
         ) || channel_slice(g, id)
+            || nna_strided_slice(g, id)
         {
             continue;
         }
@@ -42,6 +46,17 @@ fn channel_slice(g: &Graph, id: NodeId) -> bool {
     match &g.node(id).op {
         Op::Slice { axes, .. } => {
             axes.as_slice() == [1] && g.value_type(g.node_inputs(id)[0]).shape.len() == 4
+        }
+        _ => false,
+    }
+}
+
+/// Whether node `id` is a StridedSlice of only the C, H and W axes of a 4-D tensor.
+fn nna_strided_slice(g: &Graph, id: NodeId) -> bool {
+    match &g.node(id).op {
+        Op::StridedSlice { axes, .. } => {
+            g.value_type(g.node_inputs(id)[0]).shape.len() == 4
+                && axes.iter().all(|a| (1..4).contains(a))
         }
         _ => false,
     }

@@ -265,6 +265,7 @@ fn share_groups(g: &Graph, values: &[NodeId]) -> BTreeMap<NodeId, NodeId> {
             Op::Nna(NnaOp::Concat { .. } | NnaOp::ChannelShuffle { .. } | NnaOp::Upsample { .. })
                 | Op::Reshape { .. }
                 | Op::Slice { .. }
+                | Op::StridedSlice { .. }
         ) {
             for v in g.node_inputs(n) {
                 if parent.contains_key(&v.node) {
@@ -303,7 +304,7 @@ pub fn input_code_max(g: &Graph, v: Value) -> i64 {
             Some(Requant::Int { lo, hi, .. } | Requant::Float { lo, hi, .. }) => (*lo, *hi),
             None => (lo, hi),
         },
-        Op::Reshape { .. } | Op::Slice { .. } => {
+        Op::Reshape { .. } | Op::Slice { .. } | Op::StridedSlice { .. } => {
             return input_code_max(g, g.node_inputs(v.node)[0])
         }
         _ => (lo, hi),
