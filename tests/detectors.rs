@@ -165,6 +165,8 @@ fn yolo_detectors_compile_with_host_ops_and_run_bit_exact() {
             "{prof}"
         );
         assert!(prof.contains("not [1,C,H,W] or [1,K]"), "{prof}");
+        // No strided slice leaves the NNA.
+        assert!(!prof.contains("strided_slice"), "{name}: {prof}");
     }
 }
 
