@@ -90,6 +90,29 @@ def accuracy(model, x, y):
         return float((model(torch.from_numpy(x)).argmax(1).numpy() == y).mean())
 
 
+def fold_bn_for_export(model):
+    """Make each frozen conv+bn+relu QAT block export as Conv(x, DQ(Q(folded w)), folded b)+Relu.
+
+    torch's training graph exports Conv(x, fq(w*s)) / s followed by a float BatchNormalization,
+    so the quantized weights are not the weights that run: a consumer that folds the BN
+    re-quantizes them. Here the forward computes the same function with the BN folded
+    before the weight fake-quant (the one torch's `convert` would run), so the file's int8
+    weights are the weights of the computation.
+    """
+    for m in model.modules():
+        if isinstance(m, nn.intrinsic.qat.ConvBnReLU2d):
+            bn = m.bn
+            sf = bn.weight / torch.sqrt(bn.running_var + bn.eps)
+            w = (m.weight * sf.reshape(-1, 1, 1, 1)).detach()
+            b = (bn.bias - bn.running_mean * sf).detach()
+
+            def forward(x, m=m, w=w, b=b):
+                y = nn.functional.conv2d(x, m.weight_fake_quant(w), b, m.stride, m.padding)
+                return nn.functional.relu(y)
+
+            m.forward = forward
+
+
 def export(model, path):
     model.eval()
     torch.onnx.export(
@@ -133,6 +156,8 @@ def main():
     qat.apply(nn.intrinsic.qat.freeze_bn_stats)
     train(qat, xtr, ytr, epochs=2, lr=1e-4)
     print(f"QAT (fake-quant) test accuracy {accuracy(qat, xte, yte):.4f}")
+    fold_bn_for_export(qat)
+    print(f"QAT, BN folded for export, test accuracy {accuracy(qat, xte, yte):.4f}")
     export(qat, os.path.join(HERE, "qat_digits_qdq.onnx"))
 
 
