@@ -3,7 +3,7 @@
 Writes, next to this script:
   qat_digits_float.onnx  the float network after float training (before QAT), opset 13
   qat_digits_qdq.onnx    the same network after QAT (torch.ao.quantization fake-quant:
-                         per-channel symmetric int8 weights, asymmetric uint8 activations),
+                         per-channel symmetric int8 weights in -127..127, asymmetric uint8 activations),
                          exported as QuantizeLinear/DequantizeLinear pairs, opset 13
 
 Data: sklearn.datasets.load_digits() (1797 8x8 images shipped inside scikit-learn), used at
@@ -104,6 +104,8 @@ def fold_bn_for_export(model):
             bn = m.bn
             sf = bn.weight / torch.sqrt(bn.running_var + bn.eps)
             w = (m.weight * sf.reshape(-1, 1, 1, 1)).detach()
+            lim = (127 * m.weight_fake_quant.scale).reshape(-1, 1, 1, 1)
+            w = torch.clamp(w, -lim, lim)
             b = (bn.bias - bn.running_mean * sf).detach()
 
             def forward(x, m=m, w=w, b=b):
@@ -149,7 +151,17 @@ def main():
         qscheme=torch.per_tensor_affine,
         reduce_range=False,
     )
-    fused.qconfig = tq.QConfig(activation=act, weight=tq.default_per_channel_weight_fake_quant)
+    # Weights: per-channel symmetric int8 in the narrow range -127..127 (the NNA's weights
+    # are symmetric: a code -128 would be stored as -127, a change ONNX Runtime does not make).
+    weight = tq.FakeQuantize.with_args(
+        observer=tq.MovingAveragePerChannelMinMaxObserver,
+        quant_min=-127,
+        quant_max=127,
+        dtype=torch.qint8,
+        qscheme=torch.per_channel_symmetric,
+        ch_axis=0,
+    )
+    fused.qconfig = tq.QConfig(activation=act, weight=weight)
     qat = tq.prepare_qat(fused)
     train(qat, xtr, ytr, epochs=5, lr=1e-3)
     qat.apply(tq.disable_observer)
@@ -157,6 +169,17 @@ def main():
     train(qat, xtr, ytr, epochs=2, lr=1e-4)
     print(f"QAT (fake-quant) test accuracy {accuracy(qat, xte, yte):.4f}")
     fold_bn_for_export(qat)
+    # torch's ONNX exporter accepts only the int8 range -128..127; the scales (observers
+    # disabled) keep every weight code within -127..127, so widening the range is exact.
+    # Weights are clamped to +-127 codes first (what training's -127..127 fake-quant did).
+    for m in qat.modules():
+        fq = getattr(m, "weight_fake_quant", None)
+        if isinstance(fq, tq.FakeQuantize):
+            fq.quant_min = fq.activation_post_process.quant_min = -128
+            if isinstance(m, nn.Linear):
+                lim = (127 * fq.scale).reshape(-1, 1)
+                with torch.no_grad():
+                    m.weight.copy_(torch.clamp(m.weight, -lim, lim))
     print(f"QAT, BN folded for export, test accuracy {accuracy(qat, xte, yte):.4f}")
     export(qat, os.path.join(HERE, "qat_digits_qdq.onnx"))
 
