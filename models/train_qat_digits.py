@@ -8,7 +8,7 @@ Writes, next to this script:
 
 Data: sklearn.datasets.load_digits() (1797 8x8 images shipped inside scikit-learn), used at
 8x8, pixel values divided by 16 (range 0..1), input tensor `image` Nx1x8x8, output `logits` Nx10.
-Held-out split (deterministic, rebuilt by tests without randomness): sample i is a test
+Held-out split (deterministic, rebuildable from sklearn without randomness): sample i is a test
 sample iff i % 5 == 0 (360 samples); the other 1437 are the training split (also the
 calibration set for post-training quantization of the float model).
 
