@@ -85,12 +85,7 @@ pub(crate) fn strided_slice(walk: &mut Walk<'_>, id: NodeId) -> Result<(), Refus
     let phase = u64::from(c.start) * u64::from(xa.chan_pitch)
         + u64::from(h.start) * u64::from(xa.row_pitch)
         + u64::from(w.start) * u64::from(xa.pix_pitch);
-    let out = Src::Sram(walk.define(id).map_err(Refusal::from)?);
-    let Src::Sram(o) = out else {
-        return Err(Refusal::SpilledOperand {
-            op: "a strided slice (its output is defined in SRAM)",
-        });
-    };
+    let o = walk.define(id).map_err(Refusal::from)?;
     let oa = o.act.clone();
     // The copy walks the output's elements; it reads them through the strided pitches.
     let read = Act {
