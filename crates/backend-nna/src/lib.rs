@@ -182,15 +182,9 @@ fn check_graph(g: &Graph) -> Result<(), BackendError> {
 /// Whether node `id` is a host op whose float32 result only host ops read (a run of
 /// layers kept in float, `--float-layers`): it stays in DRAM as float32, unquantized.
 fn host_float(g: &Graph, id: nnac_ir::NodeId) -> bool {
-    let v = nnac_ir::Value::new(id, 0);
-    let users = g.users(v);
     matches!(g.node(id).op, Op::Nna(nnac_ir::NnaOp::Host(_)))
         && g.node(id).outputs[0].dtype == nnac_ir::DType::F32
-        && !users.is_empty()
-        && !g.outputs().iter().any(|o| o.value == v)
-        && users
-            .iter()
-            .all(|&(u, _)| matches!(g.node(u).op, Op::Nna(nnac_ir::NnaOp::Host(_))))
+        && g.only_host_ops_read(nnac_ir::Value::new(id, 0))
 }
 
 /// Lowers a quantized graph to a program for `hw`. Refuses a graph that fails

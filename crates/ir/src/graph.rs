@@ -225,6 +225,18 @@ impl Graph {
         self.outputs.iter().any(|o| o.value == v)
     }
 
+    /// Whether only host ops (`nna.host`) read value `v`: it has readers, all of them
+    /// host ops, and it is not a graph output. Such a value never needs NNA codes (a
+    /// run of layers kept in float passes it on as float32).
+    pub fn only_host_ops_read(&self, v: Value) -> bool {
+        let users = self.users(v);
+        !users.is_empty()
+            && !self.is_output(v)
+            && users
+                .iter()
+                .all(|&(u, _)| matches!(self.dag[u].op, Op::Nna(crate::NnaOp::Host(_))))
+    }
+
     pub fn value_type(&self, v: Value) -> &TensorType {
         &self.dag[v.node].outputs[v.port as usize]
     }

@@ -23,7 +23,7 @@ use crate::quant::params::{dequantize, scale_zp};
 use crate::PassError;
 use nnac_interp::host::quantize;
 use nnac_ir::{DType, Graph, NnaOp, NodeId, Op, TensorType};
-use nnac_qinterp::{eval_node, run_quantized_observed, QTrace, QVal};
+use nnac_qinterp::{eval_node, run_quantized_observed, QTrace, QVal, Walk};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -135,11 +135,16 @@ pub fn analyze(
         .filter(|&&n| !matches!(q.node(n).op, Op::Constant(_)))
         .map(|&n| ref_name(n))
         .collect();
-    // Constant operands, as the quantized interpreter holds them.
+    // Constant operands, as the quantized interpreter holds them (not the int8
+    // weights, which dot ops read from the graph).
+    let walk = Walk::new(q).map_err(|e| PassError::Interp {
+        context: "analysis".into(),
+        msg: e.to_string(),
+    })?;
     let mut consts: BTreeMap<NodeId, QVal> = BTreeMap::new();
     let mut trace = QTrace::default();
     for &n in &order {
-        if matches!(q.node(n).op, Op::Constant(_)) {
+        if matches!(q.node(n).op, Op::Constant(_)) && !walk.skips(q, n) {
             let v = eval_node(q, n, &Frame::new(), &BTreeMap::new(), &mut trace)
                 .map_err(|e| PassError::node("analyze", &q.node(n).name, e.to_string()))?;
             consts.insert(n, v);
@@ -266,8 +271,11 @@ fn single(
     let mut vals: BTreeMap<NodeId, QVal> = BTreeMap::new();
     for v in q.node_inputs(n) {
         let p = v.node;
-        if let Some(c) = consts.get(&p) {
-            vals.insert(p, c.clone());
+        if matches!(q.node(p).op, Op::Constant(_)) {
+            // Int8 weights are not in `consts`: the dot op reads them from the graph.
+            if let Some(c) = consts.get(&p) {
+                vals.insert(p, c.clone());
+            }
             continue;
         }
         let t = q.value_type(v);

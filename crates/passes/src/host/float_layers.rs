@@ -78,14 +78,8 @@ pub fn float_layers(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError> {
 /// output, and only host ops read it, so no 8-bit rounding is needed between them
 /// (a run of float layers computes in float32 throughout, as the float graph does).
 pub fn keeps_float(g: &Graph, n: NodeId) -> bool {
-    let v = nnac_ir::Value::new(n, 0);
-    let users = g.users(v);
     matches!(&g.node(n).op, Op::Nna(NnaOp::Host(inner)) if matches!(**inner, Op::Nna(_)))
-        && !users.is_empty()
-        && !g.outputs().iter().any(|o| o.value == v)
-        && users
-            .iter()
-            .all(|&(u, _)| matches!(g.node(u).op, Op::Nna(NnaOp::Host(_))))
+        && g.only_host_ops_read(nnac_ir::Value::new(n, 0))
 }
 
 /// The layer called `name`, or that absorbed an original node called `name`.
