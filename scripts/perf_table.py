@@ -38,7 +38,7 @@ HEADER = ("| model | cycles | ms | frames/s | GMACs | MAC util | shape bound | u
 
 
 HW_HEADER = ("| model | cycles | hardware bound (cycles) | set by | hw bound | MAC util "
-             "| util / hw bound | MAC terms | unloads | SIMD-only | DRAM (I/O) |")
+             "| util / hw bound | MAC terms | unloads | SIMD-only | DRAM (I/O) | shift register |")
 
 
 def hw_row(model: str, d: dict) -> str:
@@ -52,7 +52,7 @@ def hw_row(model: str, d: dict) -> str:
         f"{100 * hb:.1f}%" if hb else "-",
         f"{100 * util:.1f}%",
         f"{100 * util / hb:.0f}%" if hb else "-",
-    ] + [f"{w[k]:,}" for k in ("mac", "unload", "simd_only", "dram")]
+    ] + [f"{w[k]:,}" for k in ("mac", "unload", "simd_only", "dram", "shift_register")]
     return "| " + " | ".join(cells) + " |"
 
 

@@ -199,8 +199,13 @@ fn profile_of_the_tiny_cnn() {
         u(work, "mac") + u(work, "simd_only"),
         u(work, "unload") + u(work, "simd_only"),
         u(work, "dram"),
+        u(work, "shift_register"),
     ];
     assert_eq!(busiest.into_iter().max().unwrap(), hw, "{work}");
+    // The shift register's pairing is never below either unit's work alone.
+    assert!(
+        u(work, "shift_register") >= u(work, "mac").max(u(work, "unload")) + u(work, "simd_only")
+    );
 
     // The trace: valid JSON, both queue tracks, one slice per DMA/compute instruction.
     let trace = dir.join("trace.json");

@@ -54,8 +54,8 @@ fn layer_json(l: &LayerProfile, rows: u64, cols: u64) -> Value {
         "shape_bound": l.shape_bound,
         "min_cycles": l.min_cycles,
         "hardware_bound": l.hardware_bound,
-        "hw_min_cycles": l.hw_work.cycles(),
-        "hw_work": hw_work_json(&l.hw_work),
+        "hw_min_cycles": l.hw_min_cycles(),
+        "hw_work": hw_work_json(&l.hw_work, l.coupled_cycles(), l.hw_limit()),
         "stalls": stalls_json(&l.charge),
         "dram_bytes": { "read": l.dram_read, "written": l.dram_written },
         "broken_slices": l.broken_slices,
@@ -63,13 +63,14 @@ fn layer_json(l: &LayerProfile, rows: u64, cols: u64) -> Value {
 }
 
 /// The least work per unit behind a hardware bound (docs/PERFORMANCE.md 3.1).
-fn hw_work_json(w: &UnitWork) -> Value {
+fn hw_work_json(w: &UnitWork, coupled: u64, limit: &str) -> Value {
     json!({
         "mac": w.mac,
         "unload": w.unload,
         "simd_only": w.simd_only,
         "dram": w.dram,
-        "limit": w.limit(),
+        "shift_register": coupled,
+        "limit": limit,
     })
 }
 
@@ -94,7 +95,7 @@ pub fn to_json(name: &str, program: &Program, p: &Profile) -> Value {
         "shape_bound": p.shape_bound(),
         "hardware_bound": p.hardware_bound(),
         "hw_bound_cycles": p.hw_bound_cycles(),
-        "hw_work": hw_work_json(&p.hw_work()),
+        "hw_work": hw_work_json(&p.hw_work(), p.coupled_cycles(), p.hw_limit()),
         "assume_packet_rule": p.params.assume_packet_rule,
         "dram_bytes": {
             "read": p.dram_read,
@@ -189,14 +190,15 @@ fn hw_bound_line(s: &mut String, p: &Profile) {
     let (w, c) = (p.hw_work(), p.hw_bound_cycles());
     let _ = writeln!(
         s,
-        "hardware bound: {} ({} of it): at least {c} cycles, set by the {} (MAC terms {}, unloads {}, SIMD-only {}, DRAM {})",
+        "hardware bound: {} ({} of it): at least {c} cycles, set by the {} (MAC terms {}, unloads {}, SIMD-only {}, DRAM {}; MAC and SIMD paired pass by pass through the shift register {})",
         pct(b),
         pct(p.mac_utilization() / b),
-        w.limit(),
+        p.hw_limit(),
         w.mac,
         w.unload,
         w.simd_only,
-        w.dram
+        w.dram,
+        p.coupled_cycles()
     );
 }
 

@@ -40,6 +40,16 @@ pub struct HwConfig {
     pub dram_share_percent: u32,
     /// Number of dependency flags (F0 .. F(flags-1)).
     pub flags: u32,
+    /// Accumulator rows the SIMD unit takes per cycle of its program: 1 on the FSD
+    /// chip; more is a what-if (a wider SIMD unit) for `nnac profile --hw`. Written
+    /// to the canonical text only when not 1, so that configurations without it keep
+    /// their text and fingerprint.
+    #[serde(skip_serializing_if = "is_one")]
+    pub simd_rows_per_cycle: u32,
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
 }
 
 impl Default for HwConfig {
@@ -94,6 +104,7 @@ impl HwConfig {
             dram_peak_bytes_per_s: 68_000_000_000,
             dram_share_percent: 50,
             flags: 64,
+            simd_rows_per_cycle: 1,
         }
     }
 
@@ -133,7 +144,7 @@ impl HwConfig {
 
     /// Checks ranges and cross-field rules.
     pub fn validate(&self) -> Result<(), HwConfigError> {
-        let rules: [(bool, &str); 14] = [
+        let rules: [(bool, &str); 15] = [
             (
                 self.mac_rows >= 1 && self.mac_rows <= 1024,
                 "mac_rows must be in 1..=1024",
@@ -184,6 +195,10 @@ impl HwConfig {
                 self.flags >= 1 && self.flags <= crate::flags::MAX_FLAGS,
                 "flags must be in 1..=127",
             ),
+            (
+                self.simd_rows_per_cycle >= 1 && self.simd_rows_per_cycle <= self.mac_cols,
+                "simd_rows_per_cycle must be in 1..=mac_cols",
+            ),
         ];
         match rules.iter().find(|(ok, _)| !ok) {
             Some((_, msg)) => Err(err(*msg)),
@@ -220,6 +235,24 @@ mod tests {
         assert_eq!(hw.flags, 32);
         assert_eq!(hw.mac_rows, 96);
         assert_ne!(hw.fingerprint(), HwConfig::fsd().fingerprint());
+    }
+
+    #[test]
+    fn simd_rows_per_cycle_is_written_only_when_not_one() {
+        // The FSD text (and every stored program's fingerprint) predates the key.
+        let fsd = HwConfig::fsd();
+        assert!(!fsd.to_toml().contains("simd_rows_per_cycle"));
+        assert_eq!(
+            fsd.fingerprint(),
+            0x3f4a_1a8b_7d10_03ed,
+            "{:#x}",
+            fsd.fingerprint()
+        );
+        let two = HwConfig::from_toml_str("simd_rows_per_cycle = 2\n").unwrap();
+        assert!(two.to_toml().contains("simd_rows_per_cycle = 2"));
+        assert_eq!(HwConfig::from_toml_str(&two.to_toml()).unwrap(), two);
+        let e = HwConfig::from_toml_str("simd_rows_per_cycle = 0\n").unwrap_err();
+        assert!(e.message.contains("simd_rows_per_cycle"), "{e}");
     }
 
     #[test]

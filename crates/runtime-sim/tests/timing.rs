@@ -330,6 +330,7 @@ fn random_layer(rng: &mut Rng, name: &str, names: &mut Vec<String>) -> Vec<Instr
 #[test]
 fn random_programs_respect_the_invariants() {
     let mut rng = Rng(0x5eed);
+    let mut coupled = 0;
     for case in 0..150 {
         let mut names = Vec::new();
         let mut instrs = Vec::new();
@@ -376,6 +377,10 @@ fn random_programs_respect_the_invariants() {
             "case {case}: {hw} > {}",
             p.total_cycles
         );
+        // ... including the shift register's pairing of MAC and SIMD work, which is
+        // above both units' work alone in some of these programs.
+        assert!(p.coupled_cycles() <= p.total_cycles, "case {case}");
+        coupled += usize::from(p.hw_limit() == "shift register");
         let (b, sb) = (p.hardware_bound().unwrap(), p.shape_bound().unwrap());
         assert!(
             p.mac_utilization() <= b + 1e-12 && b <= sb + 1e-12,
@@ -393,4 +398,8 @@ fn random_programs_respect_the_invariants() {
         let again = analyze(&prog, None).unwrap();
         assert_eq!(again.timeline, p.timeline, "case {case}: not deterministic");
     }
+    assert!(
+        coupled > 0,
+        "no random program is set by the shift register"
+    );
 }

@@ -132,10 +132,9 @@ fn dot_compute(s: &LayerShape, m: &Machine, o: Orientation) -> Compute {
             Orientation::ChannelsOnRows => prm.term_cycles(n.div_ceil(SLICE_ELEMS)),
         };
         let mac = s.terms * term;
-        let unload_row = s.simd_len.max(prm.write_cycles(n));
         let (mut cyc, mut macc, mut passes, mut ch_sum) = (0, 0, 0, 0);
         let mut pass = |ch: u64, k: u64| {
-            cyc += mac.max(ch * unload_row) * k;
+            cyc += mac.max(prm.unload_cycles(ch, n, s.simd_len)) * k;
             macc += mac * k;
             passes += k;
             ch_sum += ch * k;

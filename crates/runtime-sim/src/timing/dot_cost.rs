@@ -189,7 +189,7 @@ pub fn dot_cost(d: &DotProduct, kind: DotKind, prm: &TimingParams) -> DotCost {
     let pass = |(n, mac): (u64, u64), ch: u64| Pass {
         mac,
         terms,
-        unload: ch * row.max(prm.write_cycles(n)),
+        unload: prm.unload_cycles(ch, n, row),
     };
     let mut passes = Passes::default();
     match d.order {

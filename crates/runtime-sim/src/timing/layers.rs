@@ -3,7 +3,7 @@
 //! one shape and the DMA instructions that precede them).
 
 use super::cost::InstrCost;
-use super::hw_bound::{as_utilization, dma_work, UnitWork};
+use super::hw_bound::{as_utilization, coupled_cycles, dma_work, PassLoad, UnitWork};
 use super::params::TimingParams;
 use super::shape::Coverage;
 use super::timeline::{Charge, Timeline, Unit};
@@ -37,8 +37,10 @@ pub struct LayerProfile {
     pub min_cycles: u64,
     /// The least work of the layer on each unit (`hw_bound.rs`).
     pub hw_work: UnitWork,
-    /// The hardware bound: MACs over `hw_work.cycles()` x rows x cols; `None` for
-    /// layers without dot products.
+    /// Its dot products' passes as the shift register sees them, per shape.
+    pub pass_loads: Vec<PassLoad>,
+    /// The hardware bound: MACs over [`LayerProfile::hw_min_cycles`] x rows x cols;
+    /// `None` for layers without dot products.
     pub hardware_bound: Option<f64>,
 }
 
@@ -59,8 +61,26 @@ impl LayerProfile {
             shape_bound: None,
             min_cycles: 0,
             hw_work: UnitWork::default(),
+            pass_loads: Vec::new(),
             hardware_bound: None,
         }
+    }
+
+    /// The fewest cycles the layer's work takes alone: its busiest unit, or the
+    /// shift register's pairing of its passes (`hw_bound.rs`), whichever is more.
+    pub fn hw_min_cycles(&self) -> u64 {
+        self.hw_work.cycles().max(self.coupled_cycles())
+    }
+
+    /// The fewest cycles the shift register allows for the layer's passes alone.
+    pub fn coupled_cycles(&self) -> u64 {
+        coupled_cycles(&self.pass_loads, &self.hw_work)
+    }
+
+    /// What sets [`LayerProfile::hw_min_cycles`] ([`UnitWork::limit_with`]).
+    pub fn hw_limit(&self) -> &'static str {
+        self.hw_work
+            .limit_with(self.coupled_cycles(), &self.pass_loads)
     }
 
     /// Achieved MAC utilization: MACs / (cycles x rows x cols).
@@ -175,7 +195,8 @@ pub fn aggregate(p: &Program, tl: &Timeline, from: usize, prm: &TimingParams) ->
             l.shape_bound = cov.bound(l.macs, rows, cols);
             l.min_cycles = cov.min_cycles(rows, cols);
             l.hw_work.add(&cov.work(prm));
-            l.hardware_bound = as_utilization(l.macs, l.hw_work.cycles(), prm);
+            l.pass_loads = cov.pass_loads(prm);
+            l.hardware_bound = as_utilization(l.macs, l.hw_min_cycles(), prm);
             l
         })
         .collect();

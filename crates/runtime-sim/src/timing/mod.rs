@@ -175,9 +175,31 @@ impl Profile {
 
     /// The fewest cycles any program of this ISA could take for this frame's work on
     /// this configuration (docs/PERFORMANCE.md 3.1): the busiest unit of
-    /// [`Profile::hw_work`].
+    /// [`Profile::hw_work`], or the shift register's pairing of the passes
+    /// ([`Profile::coupled_cycles`]), whichever is more.
     pub fn hw_bound_cycles(&self) -> u64 {
-        self.hw_work().cycles()
+        self.hw_work().cycles().max(self.coupled_cycles())
+    }
+
+    /// The fewest cycles the shift register allows for the frame: its passes can only
+    /// overlap pass by pass (`hw_bound.rs`, [`hw_bound::coupled_cycles`]).
+    pub fn coupled_cycles(&self) -> u64 {
+        hw_bound::coupled_cycles(&self.pass_loads(), &self.hw_work())
+    }
+
+    /// Every layer's dot-product passes as the shift register sees them.
+    fn pass_loads(&self) -> Vec<hw_bound::PassLoad> {
+        self.layers
+            .iter()
+            .flat_map(|l| l.pass_loads.iter().copied())
+            .collect()
+    }
+
+    /// What sets the frame's hardware bound: `"MAC"`, `"SIMD"`, `"DMA"` or
+    /// `"shift register"` ([`UnitWork::limit_with`]).
+    pub fn hw_limit(&self) -> &'static str {
+        self.hw_work()
+            .limit_with(self.coupled_cycles(), &self.pass_loads())
     }
 
     /// The hardware bound as a MAC utilization (`None` without dot products).
@@ -217,7 +239,7 @@ fn check_compatible(program: &HwConfig, hw: &HwConfig) -> Result<(), TimingError
     ];
     match keys.iter().find(|(_, same)| !same) {
         Some((k, _)) => Err(TimingError(format!(
-            "the program was compiled for a different `{k}`; only timing keys (clock, DRAM bandwidth, SRAM ports, banks, cache) may differ"
+            "the program was compiled for a different `{k}`; only timing keys (clock, DRAM bandwidth, SRAM ports, banks, cache, SIMD rows per cycle) may differ"
         ))),
         None => hw.validate().map_err(|e| TimingError(e.to_string())),
     }

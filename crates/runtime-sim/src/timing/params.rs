@@ -30,6 +30,9 @@ pub struct TimingParams {
     pub separate_weight_port: bool,
     /// Width of the SRAM write path, bytes per cycle.
     pub write_port: u64,
+    /// Accumulator rows the SIMD unit takes per cycle of its program (`HwConfig`'s
+    /// `simd_rows_per_cycle`: 1 on the FSD chip).
+    pub simd_rows: u64,
     /// Clock in Hz.
     pub clock_hz: u64,
     /// DRAM bandwidth of this NNA, bytes per second.
@@ -56,6 +59,7 @@ impl TimingParams {
             weight_port: second.unwrap_or(widest).max(1),
             separate_weight_port: second.is_some(),
             write_port: u64::from(hw.sram_write_port).max(1),
+            simd_rows: u64::from(hw.simd_rows_per_cycle).max(1),
             clock_hz: hw.clock_hz.max(1),
             dram_bytes_per_s: hw.dram_bytes_per_s().max(1),
             dma_latency: (DMA_LATENCY_NS * hw.clock_hz).div_ceil(1_000_000_000),
@@ -68,6 +72,14 @@ impl TimingParams {
         let c = (u128::from(bytes) * u128::from(self.clock_hz))
             .div_ceil(u128::from(self.dram_bytes_per_s));
         u64::try_from(c).unwrap_or(u64::MAX)
+    }
+
+    /// Cycles to unload `rows` accumulator rows of `pixels` values each through a SIMD
+    /// program of `row` cycles per row: `simd_rows` rows at a time, each group taking
+    /// its program's cycles or the write path's for its bytes, whichever is more.
+    pub fn unload_cycles(&self, rows: u64, pixels: u64, row: u64) -> u64 {
+        let k = self.simd_rows.min(rows).max(1);
+        rows.div_ceil(k) * row.max(self.write_cycles(pixels * k))
     }
 
     /// Cycles to write `bytes` through the write path (rounded up, at least 1).
@@ -154,5 +166,23 @@ mod tests {
         assert_eq!(p.load_window, 64);
         // 96 weight bytes over a 64-byte port: 2 cycles, plus one cycle of loads.
         assert_eq!(p.term_cycles(12), 3);
+    }
+
+    #[test]
+    fn unloads_take_simd_rows_per_cycle_rows_at_a_time() {
+        let fsd = TimingParams::new(&HwConfig::fsd());
+        // 96 rows of 96 pixels through a 9-cycle SiLU: 864 cycles, one row at a time.
+        assert_eq!(fsd.unload_cycles(96, 96, 9), 864);
+        // A one-instruction program is held by the write path when the rows are wide.
+        assert_eq!(fsd.unload_cycles(3, 96, 1), 3);
+        let two = TimingParams::new(&HwConfig {
+            simd_rows_per_cycle: 2,
+            ..HwConfig::fsd()
+        });
+        assert_eq!(two.unload_cycles(96, 96, 9), 432);
+        assert_eq!(two.unload_cycles(3, 96, 9), 18);
+        // Two rows of 96 bytes need two cycles of the 128-byte write path.
+        assert_eq!(two.unload_cycles(96, 96, 1), 96);
+        assert_eq!(two.unload_cycles(1, 96, 1), 1);
     }
 }

@@ -5,7 +5,7 @@
 //! cannot exceed `MACs / (that * rows * cols)` (at most 1).
 
 use super::dot_cost::{DotCost, DotShape};
-use super::hw_bound::{dot_work, UnitWork};
+use super::hw_bound::{dot_work, pass_load, PassLoad, UnitWork};
 use super::params::TimingParams;
 use std::collections::BTreeMap;
 
@@ -55,6 +55,17 @@ impl Coverage {
             w.add(&dot_work(s, pix, chans, r.simd_row.unwrap_or(1), prm));
         }
         w
+    }
+
+    /// The covered outputs' passes as the shift register sees them, per shape.
+    pub fn pass_loads(&self, prm: &TimingParams) -> Vec<PassLoad> {
+        self.shapes
+            .iter()
+            .map(|(s, r)| {
+                let (pix, chans) = (union_len(&r.pix), union_len(&r.chans));
+                pass_load(s, pix, chans, r.simd_row.unwrap_or(1), prm)
+            })
+            .collect()
     }
 
     /// Fewest MAC-array cycles any schedule needs for the covered outputs.
