@@ -45,15 +45,16 @@ Conv ConvTranspose Gemm MatMul BatchNormalization Relu LeakyRelu PRelu Clip Sigm
 Tanh HardSigmoid HardSwish Add Sub Mul Div Sum Concat MaxPool AveragePool
 GlobalAveragePool GlobalMaxPool Flatten Reshape Transpose Squeeze Unsqueeze Softmax
 Resize Upsample Pad LRN Dropout Identity Constant ConstantOfShape Shape Gather Slice Split
-Cast
+Cast SpaceToDepth DepthToSpace
 QuantizeLinear DequantizeLinear QLinearConv QLinearMatMul ConvInteger MatMulInteger
 """.split())
 
 # Ops whose node tests ONNX generates only at the newest opset (beyond what ONNX
-# Runtime and nnac run) although their int8/uint8 semantics are unchanged since
-# opset 13: each such case is also written at DOWNGRADE_OPSET as `<name>_opset21`
-# when the ONNX checker accepts it there.
-DOWNGRADE_OPS = frozenset({"QuantizeLinear", "DequantizeLinear"})
+# Runtime and nnac run) although their semantics are unchanged since opset 13 (the
+# int8/uint8 forms of the quantization ops; SpaceToDepth and DepthToSpace but for
+# SpaceToDepth's `mode`, new in opset 28): each such case is also written at
+# DOWNGRADE_OPSET as `<name>_opset21` when the ONNX checker accepts it there.
+DOWNGRADE_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "SpaceToDepth", "DepthToSpace"})
 DOWNGRADE_OPSET = 21
 
 PYTORCH_DIRS = ("pytorch-converted", "pytorch-operator")

@@ -170,6 +170,60 @@ fn yolo_detectors_compile_with_host_ops_and_run_bit_exact() {
     }
 }
 
+/// SpaceToDepth (`scripts/make_space_to_depth.py`, of a convolution's output) runs on
+/// the NNA: strided SCALE copies into the blocks of a concatenation, no host op; the
+/// float interpreter equals ONNX's reference implementation and the simulator the
+/// quantized reference bit for bit. (The ONNX node tests check it too, but of a graph
+/// input, which the host reads.)
+#[test]
+fn space_to_depth_runs_on_the_nna() {
+    let tmp = tempdir("s2d");
+    let dir = tmp.path();
+    let script = root().join("scripts/make_space_to_depth.py");
+    run_ok(Command::new(python()).arg(&script).arg("build").arg(dir));
+    let (x, model, prog) = (
+        dir.join("x.npy"),
+        dir.join("s2d.onnx"),
+        dir.join("s2d.nnab"),
+    );
+    let feed = format!("x={}", x.display());
+    let (out, _) = compile_default(&model, &prog, false);
+    assert!(out.contains("host ops: none"), "{out}");
+    let listing = run_ok(nnac().arg("disasm").arg(&prog));
+    assert!(listing.contains("SCALE"), "the copies are SCALEs");
+    verify_and_run_bit_exact(&model, &prog, &feed, dir);
+    // Float semantics against ONNX's reference implementation.
+    let reference = dir.join("ref.npy");
+    run_ok(
+        Command::new(python())
+            .arg(&script)
+            .arg("ref")
+            .arg(&model)
+            .arg(&x)
+            .arg(&reference),
+    );
+    let fl = dir.join("float");
+    run_ok(
+        nnac()
+            .arg("eval")
+            .arg(&model)
+            .arg("--input")
+            .arg(&feed)
+            .arg("--output-dir")
+            .arg(&fl),
+    );
+    let diff = run_ok(Command::new(python()).arg("-c").arg(format!(
+        "import numpy as n; print(abs(n.load('{}') - n.load('{}')).max())",
+        reference.display(),
+        fl.join("y.npy").display()
+    )));
+    let d: f64 = diff.trim().parse().unwrap();
+    assert!(
+        d < 1e-4,
+        "float interpreter differs from onnx.reference by {d}"
+    );
+}
+
 #[test]
 fn host_ops_deny_names_every_host_op() {
     let tmp = tempdir("deny");

@@ -65,6 +65,54 @@ const NODE_TESTS_NOT_IMPORTED: &[(&str, &str)] = &[
         "test_dequantizelinear_axis",
         "opset 28 (its opset-21 copy `_opset21` imports)",
     ),
+    (
+        "test_depthtospace_crd_mode_example",
+        "opset 28 (its opset-21 copy `_opset21` imports)",
+    ),
+    (
+        "test_depthtospace_crd_mode_example_expanded",
+        "opset 28 (its opset-21 copy `_opset21` imports)",
+    ),
+    (
+        "test_depthtospace_example",
+        "opset 28 (its opset-21 copy `_opset21` imports)",
+    ),
+    (
+        "test_depthtospace_example_expanded",
+        "opset 28 (its opset-21 copy `_opset21` imports)",
+    ),
+    (
+        "test_spacetodepth",
+        "opset 28 (its opset-21 copy `_opset21` imports)",
+    ),
+    (
+        "test_spacetodepth_example",
+        "opset 28 (its opset-21 copy `_opset21` imports)",
+    ),
+    (
+        "test_spacetodepth_example_expanded",
+        "opset 28 (its opset-21 copy `_opset21` imports)",
+    ),
+    (
+        "test_spacetodepth_expanded",
+        "opset 28 (its opset-21 copy `_opset21` imports)",
+    ),
+    (
+        "test_spacetodepth_crd_mode_example",
+        "opset 28 (SpaceToDepth's `mode`; only the expanded form has an `_opset21` copy)",
+    ),
+    (
+        "test_spacetodepth_crd_mode_example_expanded",
+        "opset 28 (SpaceToDepth's `mode`; only the expanded form has an `_opset21` copy)",
+    ),
+    (
+        "test_spacetodepth_dcr_mode_example",
+        "opset 28 (SpaceToDepth's `mode`; only the expanded form has an `_opset21` copy)",
+    ),
+    (
+        "test_spacetodepth_dcr_mode_example_expanded",
+        "opset 28 (SpaceToDepth's `mode`; only the expanded form has an `_opset21` copy)",
+    ),
     ("test_*quantizelinear_blocked*", "blocked quantization"),
     ("test_*quantizelinear_e4m3fn*", "8-bit float quantization"),
     ("test_*quantizelinear_e5m2*", "8-bit float quantization"),

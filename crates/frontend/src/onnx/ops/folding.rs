@@ -91,7 +91,12 @@ pub fn slice(ctx: &mut Ctx, cx: &NodeCx) -> NResult<Vec<Out>> {
 /// An IR `Slice` of runtime input 0 by `spec` (ONNX bounds: negative from the end,
 /// clamped to the axis), or a `StridedSlice` when some positive step is above 1
 /// (the Focus stem); negative steps are refused, and the result must not be empty.
-fn runtime_slice(ctx: &mut Ctx, cx: &NodeCx, suffix: &str, spec: &[SliceAxis]) -> NResult<Value> {
+pub(crate) fn runtime_slice(
+    ctx: &mut Ctx,
+    cx: &NodeCx,
+    suffix: &str,
+    spec: &[SliceAxis],
+) -> NResult<Value> {
     let shape = ctx.shape(cx, 0)?;
     let (mut axes, mut starts, mut ends, mut steps) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());

@@ -2,9 +2,10 @@
 //! Flatten, Squeeze and Unsqueeze (axes attribute before opset 13, input since) — all
 //! lowered to `Reshape` —, Transpose and Concat. On constants they fold.
 
+use super::folding::runtime_slice;
 use super::{folded, norm_axes, norm_axis, one};
 use crate::onnx::ctx::{invalid, Ctx, NResult, NodeCx, Out};
-use crate::onnx::fold::{self, i64s};
+use crate::onnx::fold::{self, i64s, SliceAxis};
 use crate::onnx::limits::{checked_numel, MAX_ELEMS};
 use nnac_ir::{Op, Tensor};
 
@@ -227,8 +228,11 @@ fn reshape_transpose_reshape(
     one(ctx.add(cx, "", Op::Reshape { shape: out }, &[t])?)
 }
 
-/// ONNX SpaceToDepth: `[N, C, H, W]` -> `[N, C*b*b, H/b, W/b]`, output channel
-/// `(dy*b + dx)*C + c`.
+/// ONNX SpaceToDepth (opsets 1 to 27; opset 28 adds a CRD `mode`): `[N, C, H, W]`
+/// -> `[N, C*b*b, H/b, W/b]`, output channel `(dy*b + dx)*C + c`: the concatenation
+/// over the block offsets `(dy, dx)`, in that order, of the strided slices
+/// `x[:, :, dy::b, dx::b]` (the Focus stem's form, which the NNA backend copies with
+/// strided SCALE reads into the concatenation's channel blocks).
 pub fn space_to_depth(ctx: &mut Ctx, cx: &NodeCx) -> NResult<Vec<Out>> {
     let (b, [n, c, h, w]) = block_args(ctx, cx)?;
     if h % b != 0 || w % b != 0 {
@@ -236,13 +240,30 @@ pub fn space_to_depth(ctx: &mut Ctx, cx: &NodeCx) -> NResult<Vec<Out>> {
             "{h}x{w} is not a multiple of the block size {b}"
         )));
     }
-    reshape_transpose_reshape(
-        ctx,
-        cx,
-        vec![n, c, h / b, b, w / b, b],
-        vec![0, 3, 5, 1, 2, 4],
-        vec![n, c * b * b, h / b, w / b],
-    )
+    if b == 1 || ctx.konst(cx, 0).is_some() {
+        return reshape_transpose_reshape(
+            ctx,
+            cx,
+            vec![n, c, h / b, b, w / b, b],
+            vec![0, 3, 5, 1, 2, 4],
+            vec![n, c * b * b, h / b, w / b],
+        );
+    }
+    let step = i64::try_from(b).map_err(|_| invalid(format!("blocksize {b} too large")))?;
+    let mut parts = Vec::with_capacity(b * b);
+    for dy in 0..step {
+        for dx in 0..step {
+            let axis = |axis, start| SliceAxis {
+                axis,
+                start,
+                end: i64::MAX,
+                step,
+            };
+            let spec = [axis(2, dy), axis(3, dx)];
+            parts.push(runtime_slice(ctx, cx, &format!("/block{dy}_{dx}"), &spec)?);
+        }
+    }
+    one(ctx.add(cx, "", Op::Concat { axis: 1 }, &parts)?)
 }
 
 /// ONNX DepthToSpace (`mode` DCR, the default, or CRD): `[N, C, H, W]` ->
