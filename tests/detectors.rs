@@ -170,58 +170,53 @@ fn yolo_detectors_compile_with_host_ops_and_run_bit_exact() {
     }
 }
 
-/// SpaceToDepth (`scripts/make_space_to_depth.py`, of a convolution's output) runs on
-/// the NNA: strided SCALE copies into the blocks of a concatenation, no host op; the
-/// float interpreter equals ONNX's reference implementation and the simulator the
-/// quantized reference bit for bit. (The ONNX node tests check it too, but of a graph
-/// input, which the host reads.)
+/// SpaceToDepth and DepthToSpace in both modes (`scripts/make_space_to_depth.py`, of
+/// a convolution's output) run on the NNA: strided SCALE copies (into the blocks of
+/// a concatenation; out of channel blocks into the phases of the output), no host op;
+/// the float interpreter equals ONNX Runtime and the simulator the quantized
+/// reference bit for bit. (The ONNX node tests check them too, but of a graph input.)
 #[test]
-fn space_to_depth_runs_on_the_nna() {
+fn space_to_depth_and_depth_to_space_run_on_the_nna() {
     let tmp = tempdir("s2d");
     let dir = tmp.path();
-    let script = root().join("scripts/make_space_to_depth.py");
-    run_ok(Command::new(python()).arg(&script).arg("build").arg(dir));
-    let (x, model, prog) = (
-        dir.join("x.npy"),
-        dir.join("s2d.onnx"),
-        dir.join("s2d.nnab"),
-    );
-    let feed = format!("x={}", x.display());
-    let (out, _) = compile_default(&model, &prog, false);
-    assert!(out.contains("host ops: none"), "{out}");
-    let listing = run_ok(nnac().arg("disasm").arg(&prog));
-    assert!(listing.contains("SCALE"), "the copies are SCALEs");
-    verify_and_run_bit_exact(&model, &prog, &feed, dir);
-    // Float semantics against ONNX's reference implementation.
-    let reference = dir.join("ref.npy");
     run_ok(
         Command::new(python())
-            .arg(&script)
-            .arg("ref")
-            .arg(&model)
-            .arg(&x)
-            .arg(&reference),
+            .arg(root().join("scripts/make_space_to_depth.py"))
+            .arg(dir),
     );
-    let fl = dir.join("float");
-    run_ok(
-        nnac()
-            .arg("eval")
-            .arg(&model)
-            .arg("--input")
-            .arg(&feed)
-            .arg("--output-dir")
-            .arg(&fl),
-    );
-    let diff = run_ok(Command::new(python()).arg("-c").arg(format!(
-        "import numpy as n; print(abs(n.load('{}') - n.load('{}')).max())",
-        reference.display(),
-        fl.join("y.npy").display()
-    )));
-    let d: f64 = diff.trim().parse().unwrap();
-    assert!(
-        d < 1e-4,
-        "float interpreter differs from onnx.reference by {d}"
-    );
+    let feed = format!("x={}", dir.join("x.npy").display());
+    for name in ["s2d", "d2s_dcr", "d2s_crd"] {
+        let case = dir.join(name);
+        std::fs::create_dir_all(&case).unwrap();
+        let (model, prog) = (dir.join(format!("{name}.onnx")), case.join("p.nnab"));
+        let (out, _) = compile_default(&model, &prog, false);
+        assert!(out.contains("host ops: none"), "{name}: {out}");
+        let listing = run_ok(nnac().arg("disasm").arg(&prog));
+        assert!(listing.contains("SCALE"), "{name}: the copies are SCALEs");
+        verify_and_run_bit_exact(&model, &prog, &feed, &case);
+        // Float semantics against ONNX Runtime.
+        let (ort, fl) = (case.join("ort"), case.join("float"));
+        common::ort_reference(&model, &ort, &feed);
+        run_ok(
+            nnac()
+                .arg("eval")
+                .arg(&model)
+                .arg("--input")
+                .arg(&feed)
+                .arg("--output-dir")
+                .arg(&fl),
+        );
+        let diff = run_ok(Command::new(python()).arg("-c").arg(format!(
+            "import numpy as n; print(abs(n.load('{}') - n.load('{}')).max())",
+            ort.join("y.npy").display(),
+            fl.join("y.npy").display()
+        )));
+        let d: f64 = diff.trim().parse().unwrap();
+        assert!(
+            d < 1e-4,
+            "{name}: float interpreter differs from ONNX Runtime by {d}"
+        );
+    }
 }
 
 #[test]

@@ -49,6 +49,14 @@ pub enum NnaOp {
     /// quantization); the backend writes each of the `fh * fw` phases of the output
     /// with SCALE copies through strided output pitches.
     Upsample { factors: [usize; 2] },
+    /// Depth-to-space (ONNX DepthToSpace, PyTorch's pixel shuffle) of `x`
+    /// `[N, C, H, W]` by `block` (`b`): output `[N, C / b^2, H * b, W * b]`, output
+    /// `(c, y * b + dy, x * b + dx)` is input channel `(dy * b + dx) * C / b^2 + c`
+    /// (ONNX mode DCR) or, with `crd`, `c * b^2 + dy * b + dx` (mode CRD), pixel
+    /// `(y, x)`. Codes move unchanged (the output has the input's quantization); the
+    /// backend writes each of the `b^2` phases of the output with SCALE copies of one
+    /// channel block through strided output pitches.
+    DepthToSpace { block: usize, crd: bool },
     /// An op the NNA has no instruction for: the runtime runs it on the host CPU
     /// (dequantize, float op, requantize to the output type).
     Host(Box<Op>),
@@ -240,7 +248,9 @@ impl NnaOp {
         match self {
             NnaOp::Dot(_) | NnaOp::Scale(_) => (3, 3),
             NnaOp::Eltwise(_) => (2, 2),
-            NnaOp::ChannelShuffle { .. } | NnaOp::Upsample { .. } => (1, 1),
+            NnaOp::ChannelShuffle { .. } | NnaOp::Upsample { .. } | NnaOp::DepthToSpace { .. } => {
+                (1, 1)
+            }
             NnaOp::Concat { .. } => (1, usize::MAX),
             NnaOp::Host(op) => op.arity(),
         }
@@ -298,8 +308,10 @@ impl NnaOp {
                 out: out.clone(),
             });
         }
-        if matches!(self, NnaOp::ChannelShuffle { .. } | NnaOp::Upsample { .. })
-            && (out.dtype != ins[0].dtype || out.quant != ins[0].quant)
+        if matches!(
+            self,
+            NnaOp::ChannelShuffle { .. } | NnaOp::Upsample { .. } | NnaOp::DepthToSpace { .. }
+        ) && (out.dtype != ins[0].dtype || out.quant != ins[0].quant)
         {
             return Err(NnaTypeError::NotPassThrough {
                 op,
@@ -391,6 +403,15 @@ impl NnaOp {
                 s => Err(NnaTypeError::Upsample {
                     shape: s.to_vec(),
                     factors: [*fh, *fw],
+                }),
+            },
+            NnaOp::DepthToSpace { block: b, .. } => match ins[0].shape.as_slice() {
+                &[n, c, h, w] if *b > 0 && c % (b * b) == 0 => {
+                    Ok(vec![n, c / (b * b), h * b, w * b])
+                }
+                s => Err(NnaTypeError::DepthToSpace {
+                    shape: s.to_vec(),
+                    block: *b,
                 }),
             },
             // A fused op kept in float32 on the host (`--float-layers`) has its own rule.

@@ -153,6 +153,7 @@ tagged! {
     "nna.concat" => [NnaOp::Concat { axis }] { axis: usize }
     "nna.channel_shuffle" => [NnaOp::ChannelShuffle { groups }] { groups: usize }
     "nna.upsample" => [NnaOp::Upsample { factors }] { factors: [usize; 2] }
+    "nna.depth_to_space" => [NnaOp::DepthToSpace { block, crd }] { block: usize, crd: bool }
     "nna.host" => [NnaOp::Host(op)] { op: Box<Op> }
 }
 
@@ -264,13 +265,14 @@ mod tests {
                 NnaOp::Concat { .. } => "Nna::Concat",
                 NnaOp::ChannelShuffle { .. } => "Nna::ChannelShuffle",
                 NnaOp::Upsample { .. } => "Nna::Upsample",
+                NnaOp::DepthToSpace { .. } => "Nna::DepthToSpace",
                 NnaOp::Host(_) => "Nna::Host",
             },
         }
     }
 
     /// Every variant of [`Op`] and [`NnaOp`].
-    const VARIANTS: [&str; 32] = [
+    const VARIANTS: [&str; 33] = [
         "Input",
         "Constant",
         "Conv",
@@ -302,6 +304,7 @@ mod tests {
         "Nna::Concat",
         "Nna::ChannelShuffle",
         "Nna::Upsample",
+        "Nna::DepthToSpace",
         "Nna::Host",
     ];
 

@@ -409,6 +409,9 @@ pub enum NnaTypeError {
         shape: Vec<usize>,
         factors: [usize; 2],
     },
+    /// Depth-to-space of a non-4-D input, by block 0, or of channels that are not a
+    /// multiple of the block squared.
+    DepthToSpace { shape: Vec<usize>, block: usize },
     /// An op without an explicit type rule.
     NoRule(&'static str),
 }
@@ -461,6 +464,11 @@ impl fmt::Display for NnaTypeError {
             } => write!(
                 f,
                 "upsample of {shape:?} by {fh} x {fw}: needs a 4-D input and factors >= 1"
+            ),
+            DepthToSpace { shape, block } => write!(
+                f,
+                "depth-to-space of {shape:?} by {block}: needs a 4-D input whose channels \
+                 are a multiple of the block squared"
             ),
             NoRule(op) => write!(f, "{op} has no explicit type rule"),
         }

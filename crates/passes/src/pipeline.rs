@@ -15,7 +15,7 @@ use crate::fold::{
     absorb_qdq, fold_batchnorm, fold_constants, fold_hardswish, fold_pad, fold_scale_bias,
     fold_silu, normalize_gemm, remove_identity,
 };
-use crate::fuse::{fuse_channel_shuffle, fuse_dot, fuse_eltwise};
+use crate::fuse::{fuse_channel_shuffle, fuse_depth_to_space, fuse_dot, fuse_eltwise};
 use crate::host::{float_layers, force_host, mark_host};
 use crate::lower::{lower_concat, lower_pools, lower_resize, lower_scale, sink_pool_into_concat};
 use crate::report::{self, HostOpEntry, Report};
@@ -83,7 +83,7 @@ pub const FLOAT_PASSES: [Pass; 11] = [
 
 /// Fusion into the NNA's compound ops; after these every node is an NNA op, an
 /// input, a constant or a reshape.
-pub const FUSION_PASSES: [Pass; 9] = [
+pub const FUSION_PASSES: [Pass; 10] = [
     Pass {
         name: "force_host",
         run: force_host::force_host,
@@ -107,6 +107,10 @@ pub const FUSION_PASSES: [Pass; 9] = [
     Pass {
         name: "fuse_channel_shuffle",
         run: fuse_channel_shuffle::fuse_channel_shuffle,
+    },
+    Pass {
+        name: "fuse_depth_to_space",
+        run: fuse_depth_to_space::fuse_depth_to_space,
     },
     Pass {
         name: "lower_resize",

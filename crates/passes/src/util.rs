@@ -2,6 +2,41 @@
 
 use nnac_ir::{Graph, NodeId, Op, Tensor, Value};
 
+/// A chain `Reshape -> Transpose -> Reshape` ending at a node, whose two
+/// intermediate values have that one reader each (and are not graph outputs): the
+/// form data movement takes in exported graphs (channel shuffle, depth-to-space).
+pub struct ReshapeTransposeReshape<'g> {
+    /// The first reshape's input.
+    pub x: Value,
+    /// The first reshape's target, the transpose's permutation, the final shape.
+    pub split: &'g [usize],
+    pub perm: &'g [usize],
+    pub out: &'g [usize],
+}
+
+/// The chain ending at the reshape `r2`, if it is one.
+pub fn reshape_transpose_reshape(g: &Graph, r2: NodeId) -> Option<ReshapeTransposeReshape<'_>> {
+    let Op::Reshape { shape: out } = &g.node(r2).op else {
+        return None;
+    };
+    let t = g.node_inputs(r2)[0];
+    let Op::Transpose { perm } = &g.node(t.node).op else {
+        return None;
+    };
+    single_user(g, t)?;
+    let r1 = g.node_inputs(t.node)[0];
+    let Op::Reshape { shape: split } = &g.node(r1.node).op else {
+        return None;
+    };
+    single_user(g, r1)?;
+    Some(ReshapeTransposeReshape {
+        x: g.node_inputs(r1.node)[0],
+        split,
+        perm,
+        out,
+    })
+}
+
 /// The only consumer of `v`, if it has exactly one and is not a graph output.
 pub fn single_user(g: &Graph, v: Value) -> Option<NodeId> {
     match g.users(v).as_slice() {

@@ -6,7 +6,7 @@ use nnac_ir::{
     Activation, BinaryOp, CoordTransform, DotKind, EltwiseKind, FusedAct, Graph, NearestMode,
     NnaOp, Op, PoolKind, ResizeAttrs, ResizeMode, Tensor,
 };
-use nnac_passes::{compile_graph, run_passes, PassOptions, FLOAT_PASSES, FUSION_PASSES};
+use nnac_passes::{compile_graph, run_passes, Frame, PassOptions, FLOAT_PASSES, FUSION_PASSES};
 
 fn fuse(g: &Graph) -> Graph {
     let mut f = g.clone();
@@ -339,26 +339,85 @@ fn reshape_transpose_reshape_is_one_channel_shuffle() {
     }
     // Quantized: the shuffle has its input's type and quantization, no host op, and
     // the quantized interpreter permutes codes (int8 tracks float).
-    let g = shuffle_net(3, false, false);
+    assert_quantized_move(&shuffle_net(3, false, false), &frames, "merge");
+}
+
+/// Compiled to int8, the layout move `name` of `g` has its input's type and
+/// quantization, nothing runs on the host, and the quantized interpreter moves codes
+/// (int8 tracks float).
+fn assert_quantized_move(g: &Graph, frames: &[Frame], name: &str) {
     let opts = PassOptions {
         verify_each: true,
         ..PassOptions::default()
     };
-    let done = compile_graph(g.clone(), &frames, &opts).unwrap();
+    let done = compile_graph(g.clone(), frames, &opts).unwrap();
     assert!(
         done.report.host_ops.is_empty(),
         "{:?}",
         done.report.host_ops
     );
     let q = &done.graph;
-    let s = q.find("merge").unwrap();
+    let s = q.find(name).unwrap();
     let x = q.node_inputs(s)[0];
     assert_eq!(q.node(s).outputs[0].quant, q.value_type(x).quant);
     assert_eq!(q.node(s).outputs[0].dtype, q.value_type(x).dtype);
-    let want = run_float(&g, &frames[0]);
+    let want = run_float(g, &frames[0]);
     let got = nnac_passes::run_quantized(q, &frames[0]).unwrap();
     let db = sqnr_db(&want["y"], &got["y"]);
-    assert!(db > 30.0, "SQNR {db:.1} dB");
+    assert!(db > 30.0, "{name}: SQNR {db:.1} dB");
+}
+
+/// conv (8 -> 12 channels) -> relu -> depth-to-space by 2 written as the ONNX
+/// importer writes it (`crd`: mode CRD / PyTorch's pixel shuffle, else DCR) -> conv.
+fn depth_to_space_net(crd: bool, perm: [usize; 6]) -> Graph {
+    let mut rng = Rng(34);
+    let mut g = Graph::new("d2s");
+    let x = input(&mut g, &[1, 8, 6, 5]);
+    let c = conv(&mut g, &mut rng, "conv1", x, 12, 1, 1, 1);
+    let r = relu(&mut g, "relu1", c);
+    let mid = if crd {
+        vec![1, 3, 2, 2, 6, 5]
+    } else {
+        vec![1, 2, 2, 3, 6, 5]
+    };
+    let split = node(&mut g, "split", Op::Reshape { shape: mid }, &[r]);
+    let t = node(
+        &mut g,
+        "transpose",
+        Op::Transpose {
+            perm: perm.to_vec(),
+        },
+        &[split],
+    );
+    let shape = vec![1, 3, 12, 10];
+    let merged = node(&mut g, "merge", Op::Reshape { shape }, &[t]);
+    let c2 = conv(&mut g, &mut rng, "conv2", merged, 4, 3, 1, 1);
+    out(&mut g, c2);
+    g
+}
+
+#[test]
+fn reshape_transpose_reshape_is_one_depth_to_space() {
+    let mut rng = Rng(35);
+    let frames: Vec<_> = (0..2).map(|_| frame(&mut rng, &[1, 8, 6, 5])).collect();
+    for (crd, perm) in [(false, [0, 3, 4, 1, 5, 2]), (true, [0, 1, 4, 2, 5, 3])] {
+        let g = depth_to_space_net(crd, perm);
+        let f = fuse(&g);
+        assert_eq!(
+            mnemonics(&f),
+            vec!["nna.conv", "nna.conv", "nna.depth_to_space"],
+            "crd={crd}"
+        );
+        assert_eq!(nna(&f, "merge"), NnaOp::DepthToSpace { block: 2, crd });
+        assert_equivalent(&g, &f, &frames, 0.0);
+        assert_quantized_move(&g, &frames, "merge");
+    }
+    // The DCR split with the CRD permutation moves other elements: not fused.
+    let f = fuse(&depth_to_space_net(false, [0, 1, 4, 2, 5, 3]));
+    assert_eq!(
+        count(&f, |op| matches!(op, Op::Nna(NnaOp::DepthToSpace { .. }))),
+        0
+    );
 }
 
 #[test]

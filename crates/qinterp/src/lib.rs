@@ -327,6 +327,15 @@ pub fn eval_node(
                 *factors,
             ))
         }
+        Op::Nna(NnaOp::DepthToSpace { block, crd }) => {
+            let shape = &g.value_type(ins[0]).shape;
+            QVal::Codes(nnac_interp::kernels::depth_to_space(
+                arg(0)?,
+                shape,
+                *block,
+                *crd,
+            ))
+        }
         Op::Nna(NnaOp::Host(op)) => host::run(g, id, op, vals)?,
         other => {
             return Err(QError::node(

@@ -209,7 +209,8 @@ fn layer_shape(g: &Graph, id: nnac_ir::NodeId) -> Result<Option<LayerShape>, Lay
         NnaOp::Scale(_)
         | NnaOp::Eltwise(_)
         | NnaOp::ChannelShuffle { .. }
-        | NnaOp::Upsample { .. } => {
+        | NnaOp::Upsample { .. }
+        | NnaOp::DepthToSpace { .. } => {
             let [oc, oh, ow] = chw(&out);
             // The instruction's program: SCALE's multiply-add prefix then the
             // epilogue; ELTWISE rescales its inputs in its own fields.

@@ -11,7 +11,7 @@ use crate::base::spill_state::Src;
 use crate::base::walk::{ConcatSlot, Lowered, Walk};
 use crate::error::Refusal;
 use crate::error::{BackendError, UnsupportedNode};
-use crate::lower::{dot, host, shuffle, strided, upsample};
+use crate::lower::{depth_to_space, dot, host, shuffle, strided, upsample};
 use crate::place::{spill, split_px};
 use nnac_ir::{NnaOp, NodeId, Op, Value};
 use nnac_isa::{IoDesc, IoDir, IoDtype, IoLayout};
@@ -205,6 +205,9 @@ fn lower_node<'g>(walk: &mut Walk<'g>, id: NodeId) -> Result<(), BackendError> {
         Op::Nna(NnaOp::Concat { axis }) => concat(walk, id, *axis),
         Op::Nna(NnaOp::ChannelShuffle { groups }) => shuffle::channel_shuffle(walk, id, *groups),
         Op::Nna(NnaOp::Upsample { factors }) => upsample::upsample(walk, id, *factors),
+        Op::Nna(NnaOp::DepthToSpace { block, crd }) => {
+            depth_to_space::depth_to_space(walk, id, *block, *crd)
+        }
         Op::Nna(NnaOp::Host(inner)) => host::host_op(walk, id, inner),
         other => Err(Refusal::NotNnaOp {
             mnemonic: other.mnemonic().to_string(),

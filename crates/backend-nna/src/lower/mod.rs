@@ -2,12 +2,15 @@
 //! through the walk's core ([`crate::base::walk::Walk`]). Dot products, SCALE and
 //! ELTWISE ([`dot`]), host ops ([`host`]), global pooling ([`gap`]), pooling apart
 //! from its producer ([`pool_apart`], [`pool_bands`]), channel shuffles
-//! ([`shuffle`]), upsampling ([`upsample`]), strided slices ([`strided`]), HWC eltwise ([`eltwise_hwc`]) and the
+//! ([`shuffle`]), upsampling ([`upsample`]), depth-to-space ([`depth_to_space`]),
+//! strided slices ([`strided`]) with their SCALE copies ([`copy`]), HWC eltwise ([`eltwise_hwc`]) and the
 //! SIMD epilogue programs ([`simd`]).
 //!
 //! **Boundary**: depends on `base`, `place` and `schedule`; nothing but the crate
 //! root depends on it.
 
+pub(crate) mod copy;
+pub(crate) mod depth_to_space;
 pub(crate) mod dot;
 pub(crate) mod eltwise_hwc;
 pub(crate) mod fields;

@@ -12,17 +12,15 @@
 //! the input's quantization). A slice the copy cannot make (the input not in SRAM,
 //! a pitch overflowing its field, another rank) runs on the host.
 
-use crate::base::act::scale_over;
 use crate::base::act::Act;
-use crate::base::job::{tiles, Job, JobKind, Loc};
+use crate::base::job::{tiles, Loc};
 use crate::base::spill_state::Src;
-use crate::base::walk::{LayerTiles, Walk};
+use crate::base::walk::Walk;
 use crate::error::Refusal;
+use crate::lower::copy::{copy_instr, push_copies};
 use crate::lower::host::host_op;
-use crate::lower::simd::identity_program;
 use crate::place::spill;
 use nnac_ir::{NodeId, Op};
-use nnac_isa::Scale;
 
 /// Start and step of one axis of the slice (`[c, h, w]` order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,31 +95,14 @@ pub(crate) fn strided_slice(walk: &mut Walk<'_>, id: NodeId) -> Result<(), Refus
         chan_pitch: cp,
         ..xa
     };
-    let t = Scale {
-        in_zero: 0,
-        simd: identity_program(oa.signed),
-        ..scale_over(
-            &read,
-            (oa.row_pitch, oa.pix_pitch, oa.chan_pitch),
-            oa.signed,
-        )
-    };
-    let kind = JobKind::Scale {
-        t,
-        // No channel table is read; any buffer will do for its address.
-        bufs: [Loc::new(x.buf, x.off + phase), o.loc(), x.loc()],
-        tiles: tiles(oa.pixels(), oa.c, walk.tile_pixels, walk.hw.mac_cols),
-    };
-    let count = kind.instr_count();
+    let t = copy_instr(
+        &read,
+        (oa.row_pitch, oa.pix_pitch, oa.chan_pitch),
+        oa.signed,
+    );
+    let tl = tiles(oa.pixels(), oa.c, walk.tile_pixels, walk.hw.mac_cols);
     let name = walk.g.node(id).name.clone();
-    walk.out.jobs.push(Job {
-        node: name.clone(),
-        kind,
-    });
-    walk.out.layers.push(LayerTiles {
-        layer: name,
-        mnemonic: "SCALE".into(),
-        tiles: count,
-    });
+    let bufs = [Loc::new(x.buf, x.off + phase), o.loc(), x.loc()];
+    push_copies(walk, &name, &t, &tl, [bufs]);
     Ok(())
 }

@@ -17,15 +17,13 @@
 //! It is not split in bands: a spilled input comes into SRAM whole before it
 //! (`place::spill::prepare`) and a spilled output goes back whole after it (`place::spill::settle`).
 
-use crate::base::act::scale_over;
-use crate::base::job::{tiles, Job, JobKind, Loc};
+use crate::base::job::{tiles, Loc};
 use crate::base::spill_state::Src;
-use crate::base::walk::{LayerTiles, Walk};
+use crate::base::walk::Walk;
 use crate::error::{wide, Limit, Refusal};
-use crate::lower::simd::identity_program;
+use crate::lower::copy::{copy_instr, push_copies};
 use crate::place::spill;
 use nnac_ir::NodeId;
-use nnac_isa::Scale;
 
 pub(crate) fn upsample(
     walk: &mut Walk<'_>,
@@ -58,35 +56,16 @@ pub(crate) fn upsample(
         pitch(oa.pix_pitch, fw)?,
         oa.chan_pitch,
     );
-    let t = Scale {
-        in_zero: 0,
-        simd: identity_program(oa.signed),
-        ..scale_over(&xa, strided, oa.signed)
-    };
+    let t = copy_instr(&xa, strided, oa.signed);
     let Loc { buf: ob, off: oo } = o.loc();
     let tl = tiles(xa.pixels(), xa.c, walk.tile_pixels, walk.hw.mac_cols);
-    let mut total = 0;
-    for dy in 0..fh {
-        for dx in 0..fw {
+    let copies = (0..fh)
+        .flat_map(|dy| (0..fw).map(move |dx| (dy, dx)))
+        .map(|(dy, dx)| {
             let phase =
                 u64::from(dy) * u64::from(oa.row_pitch) + u64::from(dx) * u64::from(oa.pix_pitch);
-            let kind = JobKind::Scale {
-                t: t.clone(),
-                // No channel table is read; any buffer will do for its address.
-                bufs: [x.loc(), Loc::new(ob, oo + phase), x.loc()],
-                tiles: tl.clone(),
-            };
-            total += kind.instr_count();
-            walk.out.jobs.push(Job {
-                node: name.clone(),
-                kind,
-            });
-        }
-    }
-    walk.out.layers.push(LayerTiles {
-        layer: name,
-        mnemonic: "SCALE".into(),
-        tiles: total,
-    });
+            [x.loc(), Loc::new(ob, oo + phase), x.loc()]
+        });
+    push_copies(walk, &name, &t, &tl, copies);
     Ok(())
 }

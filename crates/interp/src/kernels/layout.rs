@@ -75,6 +75,36 @@ pub fn channel_shuffle<T: Copy>(data: &[T], shape: &[usize], groups: usize) -> V
     out
 }
 
+/// Depth-to-space of a row-major `[N, C, H, W]` tensor (`shape`) by `block` (`b`):
+/// output `(c, y * b + dy, x * b + dx)` is input channel `(dy * b + dx) * C / b^2 + c`
+/// (ONNX DepthToSpace mode DCR) or `c * b^2 + dy * b + dx` (`crd`, mode CRD) at
+/// `(y, x)` (`NnaOp::DepthToSpace`). Generic so that the quantized interpreter moves
+/// codes with the same function. `C` must be a multiple of `b^2` (checked by the op's
+/// shape rule).
+pub fn depth_to_space<T: Copy>(data: &[T], shape: &[usize], block: usize, crd: bool) -> Vec<T> {
+    let (c, h, w) = (shape[1], shape[2], shape[3]);
+    let b = block.max(1);
+    let oc = c / (b * b);
+    let mut out = Vec::with_capacity(data.len());
+    for batch in data.chunks_exact((c * h * w).max(1)) {
+        for co in 0..oc {
+            for yo in 0..h * b {
+                let (y, dy) = (yo / b, yo % b);
+                for xo in 0..w * b {
+                    let (x, dx) = (xo / b, xo % b);
+                    let ci = if crd {
+                        co * b * b + dy * b + dx
+                    } else {
+                        (dy * b + dx) * oc + co
+                    };
+                    out.push(batch[(ci * h + y) * w + x]);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Constant padding; `pads` = all begins then all ends.
 pub fn pad(x: View<'_>, pads: &[usize], value: f32, out_shape: &[usize]) -> Vec<f32> {
     let rank = x.shape.len();

@@ -13,7 +13,7 @@ mod elementwise;
 pub mod gemm;
 mod geom;
 mod layout;
-pub use layout::{channel_shuffle, slice, strided_slice, upsample_nearest};
+pub use layout::{channel_shuffle, depth_to_space, slice, strided_slice, upsample_nearest};
 mod linear;
 mod nna;
 mod norm;

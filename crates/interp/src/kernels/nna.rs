@@ -67,6 +67,9 @@ pub fn eval(
         }
         NnaOp::ChannelShuffle { groups } => Ok(layout::channel_shuffle(x.data, x.shape, *groups)),
         NnaOp::Upsample { factors } => Ok(layout::upsample_nearest(x.data, x.shape, *factors)),
+        NnaOp::DepthToSpace { block, crd } => {
+            Ok(layout::depth_to_space(x.data, x.shape, *block, *crd))
+        }
         NnaOp::Host(inner) => super::eval(
             inner,
             super::Operand::Borrowed(x.data),

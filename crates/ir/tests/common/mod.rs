@@ -479,9 +479,20 @@ pub fn nna_graph() -> Graph {
         &[shuffled],
         act8(vec![1, 16, 8, 12], 0.2, 0),
     );
+    let d2s = nna(
+        &mut g,
+        "depth_to_space",
+        NnaOp::DepthToSpace {
+            block: 2,
+            crd: true,
+        },
+        &[shuffled],
+        act8(vec![1, 4, 8, 8], 0.2, 0),
+    );
     g.add_output("logits", sm);
     g.add_output("mask", up);
     g.add_output("nearest", nearest);
+    g.add_output("pixels", d2s);
     g
 }
 
@@ -533,6 +544,7 @@ pub fn op_family(op: &Op) -> &'static str {
             | NnaOp::Concat { .. }
             | NnaOp::ChannelShuffle { .. }
             | NnaOp::Upsample { .. }
+            | NnaOp::DepthToSpace { .. }
             | NnaOp::Host(_) => "nna",
         },
     }

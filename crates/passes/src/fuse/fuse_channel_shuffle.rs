@@ -12,7 +12,7 @@
 //! and the report find it; the intermediate reshape and transpose must have no other
 //! reader (and not be graph outputs).
 
-use crate::util::single_user;
+use crate::util::reshape_transpose_reshape;
 use crate::{PassCtx, PassError};
 use nnac_ir::{Graph, NnaOp, NodeId, Op, Value};
 
@@ -45,23 +45,11 @@ pub fn fuse_channel_shuffle(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), Pass
 
 /// For the final reshape `r2`: the shuffle's input and its number of groups.
 fn match_shuffle(g: &Graph, r2: NodeId) -> Option<(Value, usize)> {
-    let Op::Reshape { shape: out_shape } = &g.node(r2).op else {
-        return None;
-    };
-    let t = g.node_inputs(r2)[0];
-    let Op::Transpose { perm } = &g.node(t.node).op else {
-        return None;
-    };
-    single_user(g, t)?;
-    let r1 = g.node_inputs(t.node)[0];
-    let Op::Reshape { shape: mid } = &g.node(r1.node).op else {
-        return None;
-    };
-    single_user(g, r1)?;
-    let x = g.node_inputs(r1.node)[0];
+    let chain = reshape_transpose_reshape(g, r2)?;
+    let (x, mid, perm) = (chain.x, chain.split, chain.perm);
     let in_shape = &g.value_type(x).shape;
     // [N, C, S...] -> [N, a, b, T...] with the same spatial elements.
-    if in_shape.len() < 2 || mid.len() < 3 || out_shape != in_shape {
+    if in_shape.len() < 2 || mid.len() < 3 || chain.out != in_shape.as_slice() {
         return None;
     }
     let (a, b) = (mid[1], mid[2]);
@@ -76,7 +64,7 @@ fn match_shuffle(g: &Graph, r2: NodeId) -> Option<(Value, usize)> {
     }
     // Exactly the two channel axes swapped.
     let swap: Vec<usize> = [0, 2, 1].into_iter().chain(3..mid.len()).collect();
-    if *perm != swap {
+    if perm != swap.as_slice() {
         return None;
     }
     Some((x, a))

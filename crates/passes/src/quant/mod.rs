@@ -262,8 +262,12 @@ fn share_groups(g: &Graph, values: &[NodeId]) -> BTreeMap<NodeId, NodeId> {
     for &n in values {
         if matches!(
             g.node(n).op,
-            Op::Nna(NnaOp::Concat { .. } | NnaOp::ChannelShuffle { .. } | NnaOp::Upsample { .. })
-                | Op::Reshape { .. }
+            Op::Nna(
+                NnaOp::Concat { .. }
+                    | NnaOp::ChannelShuffle { .. }
+                    | NnaOp::Upsample { .. }
+                    | NnaOp::DepthToSpace { .. }
+            ) | Op::Reshape { .. }
                 | Op::Slice { .. }
                 | Op::StridedSlice { .. }
         ) {
@@ -297,9 +301,9 @@ pub fn input_code_max(g: &Graph, v: Value) -> i64 {
     let t = g.value_type(v);
     let (lo, hi) = params::code_range(t.dtype);
     let (lo, hi) = match &g.node(v.node).op {
-        Op::Nna(NnaOp::ChannelShuffle { .. } | NnaOp::Upsample { .. }) => {
-            return input_code_max(g, g.node_inputs(v.node)[0])
-        }
+        Op::Nna(
+            NnaOp::ChannelShuffle { .. } | NnaOp::Upsample { .. } | NnaOp::DepthToSpace { .. },
+        ) => return input_code_max(g, g.node_inputs(v.node)[0]),
         Op::Nna(op) => match op.epilogue().and_then(|e| e.requant.as_ref()) {
             Some(Requant::Int { lo, hi, .. } | Requant::Float { lo, hi, .. }) => (*lo, *hi),
             None => (lo, hi),

@@ -1,0 +1,52 @@
+//! Layout moves as SCALE copies: the instruction that reads an activation through one
+//! set of pitches and writes it through another, running the identity program (codes
+//! read with `in_zero = 0` and written unchanged: `FUSED_RELU` by `2^30 >> 30`,
+//! clamped to the code range), and the jobs of a move made of several such copies.
+//! Used by the upsampling (`upsample.rs`), depth-to-space (`depth_to_space.rs`) and
+//! strided slices (`strided.rs`); they differ only in where each copy reads and writes.
+
+use crate::base::act::{scale_over, Act};
+use crate::base::job::{Job, JobKind, Loc, Tile};
+use crate::base::walk::{LayerTiles, Walk};
+use crate::lower::simd::identity_program;
+use nnac_isa::Scale;
+
+/// A SCALE copying the elements of `read` (its shape and pitches) to the output
+/// pitches `(row, pix, chan)`, as codes of the output's signedness.
+pub(crate) fn copy_instr(read: &Act, out_pitches: (u32, u32, u32), out_signed: bool) -> Scale {
+    Scale {
+        in_zero: 0,
+        simd: identity_program(out_signed),
+        ..scale_over(read, out_pitches, out_signed)
+    }
+}
+
+/// The jobs of layer `layer`: one copy `t` over `tiles` per entry of `bufs` (input,
+/// output and channel-table locations; no table is read, so any buffer serves for
+/// its address), and the layer's instruction count.
+pub(crate) fn push_copies(
+    walk: &mut Walk<'_>,
+    layer: &str,
+    t: &Scale,
+    tiles: &[Tile],
+    bufs: impl IntoIterator<Item = [Loc; 3]>,
+) {
+    let mut total = 0;
+    for bufs in bufs {
+        let kind = JobKind::Scale {
+            t: t.clone(),
+            bufs,
+            tiles: tiles.to_vec(),
+        };
+        total += kind.instr_count();
+        walk.out.jobs.push(Job {
+            node: layer.to_string(),
+            kind,
+        });
+    }
+    walk.out.layers.push(LayerTiles {
+        layer: layer.to_string(),
+        mnemonic: "SCALE".into(),
+        tiles: total,
+    });
+}
