@@ -16,7 +16,8 @@
 //!   instruction of its SIMD program (the epilogue computes the layer's activation;
 //!   the fewest instructions the program carries); the write path takes at most
 //!   `sram_write_port` bytes per cycle: `max(ceil(P / rows) * C * max(1, simd_len),
-//!   ceil(P * C / write_port))` cycles of the SIMD unit.
+//!   ceil(P * C / write_port))` cycles of the SIMD unit (with the what-if
+//!   `simd_rows_per_cycle = k`, `ceil(ceil(P / rows) * C / k)` runs of the program).
 //! - **SIMD-only work** (SCALE, ELTWISE): `rows x max(1, simd_len)` cycles of the SIMD
 //!   unit, during which the compute queue, in order, issues nothing else.
 //! - **DRAM**: the bytes of the network's inputs and outputs the layer moves (nothing
