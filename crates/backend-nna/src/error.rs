@@ -122,6 +122,8 @@ pub enum Limit {
     Field { min: i64, max: i64 },
     /// A dimension of an activation outside `1..=65535`.
     Dimension,
+    /// More SCALE copies than one layout move may take (`lower/copy.rs`).
+    Copies { max: u64 },
 }
 
 /// Why the NNA backend cannot lower a node (or a value it reads).
@@ -246,6 +248,10 @@ impl fmt::Display for Refusal {
                     "{what} {value} is beyond the dot-product instructions' {min}..={max}"
                 ),
                 Limit::Dimension => write!(f, "{what} {value} out of 1..=65535"),
+                Limit::Copies { max } => write!(
+                    f,
+                    "{value} SCALE {what}, more than the {max} one layout move may take"
+                ),
             },
             R::ChannelCount {
                 what,

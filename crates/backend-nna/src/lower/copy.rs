@@ -8,8 +8,27 @@
 use crate::base::act::{scale_over, Act};
 use crate::base::job::{Job, JobKind, Loc, Tile};
 use crate::base::walk::{LayerTiles, Walk};
+use crate::error::{Limit, Refusal};
 use crate::lower::simd::identity_program;
 use nnac_isa::Scale;
+
+/// Most copies one layout move may take (an upsampling by 16 x 16, a depth-to-space
+/// by 16): beyond, a hostile factor would emit millions of instructions; the move
+/// runs on the host instead.
+pub(crate) const MAX_COPIES: u64 = 256;
+
+/// Refuses a move of `copies` copies above [`MAX_COPIES`].
+pub(crate) fn check_copies(copies: u64) -> Result<(), Refusal> {
+    if (1..=MAX_COPIES).contains(&copies) {
+        Ok(())
+    } else {
+        Err(Refusal::range(
+            "copies",
+            i64::try_from(copies).unwrap_or(i64::MAX),
+            Limit::Copies { max: MAX_COPIES },
+        ))
+    }
+}
 
 /// A SCALE copying the elements of `read` (its shape and pitches) to the output
 /// pitches `(row, pix, chan)`, as codes of the output's signedness.
@@ -49,4 +68,20 @@ pub(crate) fn push_copies(
         mnemonic: "SCALE".into(),
         tiles: total,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_move_of_more_than_max_copies_is_refused() {
+        assert!(check_copies(1).is_ok() && check_copies(MAX_COPIES).is_ok());
+        let e = check_copies(1024).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "1024 SCALE copies, more than the 256 one layout move may take"
+        );
+        assert!(check_copies(0).is_err());
+    }
 }

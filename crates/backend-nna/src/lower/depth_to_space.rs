@@ -22,7 +22,7 @@ use crate::base::job::{tiles, Loc};
 use crate::base::spill_state::Src;
 use crate::base::walk::Walk;
 use crate::error::{wide, Limit, Refusal};
-use crate::lower::copy::{copy_instr, push_copies};
+use crate::lower::copy::{check_copies, copy_instr, push_copies};
 use crate::place::spill;
 use nnac_ir::NodeId;
 
@@ -40,6 +40,7 @@ pub(crate) fn depth_to_space(
         .ok()
         .filter(|&b| b >= 1)
         .ok_or_else(|| Refusal::range("block", wide(block), Limit::TooLarge))?;
+    check_copies(u64::from(b) * u64::from(b))?;
     let out = Src::Sram(walk.define(id).map_err(Refusal::from)?);
     let (Src::Sram(x), Src::Sram(o)) = (xs, out) else {
         return Err(Refusal::SpilledOperand {

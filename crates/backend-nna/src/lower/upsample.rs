@@ -21,7 +21,7 @@ use crate::base::job::{tiles, Loc};
 use crate::base::spill_state::Src;
 use crate::base::walk::Walk;
 use crate::error::{wide, Limit, Refusal};
-use crate::lower::copy::{copy_instr, push_copies};
+use crate::lower::copy::{check_copies, copy_instr, push_copies};
 use crate::place::spill;
 use nnac_ir::NodeId;
 
@@ -38,6 +38,7 @@ pub(crate) fn upsample(
         u32::try_from(fh).map_err(|_| Refusal::range("factor", wide(fh), Limit::TooLarge))?,
         u32::try_from(fw).map_err(|_| Refusal::range("factor", wide(fw), Limit::TooLarge))?,
     );
+    check_copies(u64::from(fh) * u64::from(fw))?;
     let out = Src::Sram(walk.define(id).map_err(Refusal::from)?);
     let (Src::Sram(x), Src::Sram(o)) = (xs, out) else {
         return Err(Refusal::SpilledOperand {

@@ -240,7 +240,8 @@ pub fn space_to_depth(ctx: &mut Ctx, cx: &NodeCx) -> NResult<Vec<Out>> {
             "{h}x{w} is not a multiple of the block size {b}"
         )));
     }
-    if b == 1 || ctx.konst(cx, 0).is_some() {
+    // b*b slices; a block above 16 (more than 256 slices) keeps the 6-D form.
+    if b == 1 || b > 16 || ctx.konst(cx, 0).is_some() {
         return reshape_transpose_reshape(
             ctx,
             cx,
