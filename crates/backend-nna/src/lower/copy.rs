@@ -5,11 +5,13 @@
 //! Used by the upsampling (`upsample.rs`), depth-to-space (`depth_to_space.rs`) and
 //! strided slices (`strided.rs`); they differ only in where each copy reads and writes.
 
-use crate::base::act::{scale_over, Act};
+use crate::base::act::{scale_over, Act, Placed};
 use crate::base::job::{Job, JobKind, Loc, Tile};
+use crate::base::spill_state::Src;
 use crate::base::walk::{LayerTiles, Walk};
 use crate::error::{Limit, Refusal};
 use crate::lower::simd::identity_program;
+use nnac_ir::NodeId;
 use nnac_isa::Scale;
 
 /// Most copies one layout move may take (an upsampling by 16 x 16, a depth-to-space
@@ -28,6 +30,44 @@ pub(crate) fn check_copies(copies: u64) -> Result<(), Refusal> {
             Limit::Copies { max: MAX_COPIES },
         ))
     }
+}
+
+/// The input `x` and the output of node `id` (defined now) of a move that is not split
+/// in bands: a spilled input is refused (`place::spill::prepare` brings it into SRAM
+/// whole before `op`).
+pub(crate) fn in_and_out(
+    walk: &mut Walk<'_>,
+    id: NodeId,
+    x: Src,
+    op: &'static str,
+) -> Result<(Placed, Placed), Refusal> {
+    let o = walk.define(id).map_err(Refusal::from)?;
+    match x {
+        Src::Sram(x) => Ok((x, o)),
+        Src::Dram(_) => Err(Refusal::SpilledOperand { op }),
+    }
+}
+
+/// The output pitches `(row, pix, chan)` of one phase of a move that writes every
+/// `fh`-th row and `fw`-th pixel of an output laid out as `o` (an upsampling's or a
+/// depth-to-space's phases).
+pub(crate) fn phase_pitches(o: &Act, fh: u32, fw: u32) -> Result<(u32, u32, u32), Refusal> {
+    let pitch = |p: u32, f: u32| {
+        p.checked_mul(f).ok_or(Refusal::PitchOverflow {
+            pitch: p,
+            factor: f,
+        })
+    };
+    Ok((
+        pitch(o.row_pitch, fh)?,
+        pitch(o.pix_pitch, fw)?,
+        o.chan_pitch,
+    ))
+}
+
+/// Byte offset of phase `(dy, dx)` (its first row and pixel) in an output laid out as `o`.
+pub(crate) fn phase_offset(o: &Act, dy: u32, dx: u32) -> u64 {
+    u64::from(dy) * u64::from(o.row_pitch) + u64::from(dx) * u64::from(o.pix_pitch)
 }
 
 /// A SCALE copying the elements of `read` (its shape and pitches) to the output

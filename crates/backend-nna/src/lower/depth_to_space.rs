@@ -19,10 +19,11 @@
 
 use crate::base::act::Act;
 use crate::base::job::{tiles, Loc};
-use crate::base::spill_state::Src;
 use crate::base::walk::Walk;
 use crate::error::{wide, Limit, Refusal};
-use crate::lower::copy::{check_copies, copy_instr, push_copies};
+use crate::lower::copy::{
+    check_copies, copy_instr, in_and_out, phase_offset, phase_pitches, push_copies,
+};
 use crate::place::spill;
 use nnac_ir::NodeId;
 
@@ -40,38 +41,35 @@ pub(crate) fn depth_to_space(
         .ok()
         .filter(|&b| b >= 1)
         .ok_or_else(|| Refusal::range("block", wide(block), Limit::TooLarge))?;
-    check_copies(u64::from(b) * u64::from(b))?;
-    let out = Src::Sram(walk.define(id).map_err(Refusal::from)?);
-    let (Src::Sram(x), Src::Sram(o)) = (xs, out) else {
-        return Err(Refusal::SpilledOperand {
-            op: "a depth-to-space (prepare brings it in whole)",
-        });
-    };
+    let phases = b
+        .checked_mul(b)
+        .ok_or_else(|| Refusal::range("block", wide(block), Limit::TooLarge))?;
+    check_copies(u64::from(phases))?;
+    let (x, o) = in_and_out(
+        walk,
+        id,
+        xs,
+        "a depth-to-space (prepare brings it in whole)",
+    )?;
     let oa = o.act.clone();
-    let pitch = |p: u32, f: u32| {
-        p.checked_mul(f).ok_or(Refusal::PitchOverflow {
-            pitch: p,
-            factor: f,
-        })
-    };
-    let phases = b * b;
+    // The input channels of one phase, read through the input's pitches (mode CRD:
+    // every `b^2`-th channel).
     let in_chan_pitch = if crd {
-        pitch(xa.chan_pitch, phases)?
+        xa.chan_pitch
+            .checked_mul(phases)
+            .ok_or(Refusal::PitchOverflow {
+                pitch: xa.chan_pitch,
+                factor: phases,
+            })?
     } else {
         xa.chan_pitch
     };
-    // The input channels of one phase, read through the input's pitches.
     let read = Act {
         c: oa.c,
         chan_pitch: in_chan_pitch,
         ..xa.clone()
     };
-    let strided = (
-        pitch(oa.row_pitch, b)?,
-        pitch(oa.pix_pitch, b)?,
-        oa.chan_pitch,
-    );
-    let t = copy_instr(&read, strided, oa.signed);
+    let t = copy_instr(&read, phase_pitches(&oa, b, b)?, oa.signed);
     let Loc { buf: ob, off: oo } = o.loc();
     let tl = tiles(xa.pixels(), oa.c, walk.tile_pixels, walk.hw.mac_cols);
     let copies = (0..b)
@@ -80,11 +78,9 @@ pub(crate) fn depth_to_space(
             let k = u64::from(dy * b + dx);
             let first_chan = if crd { k } else { k * u64::from(oa.c) };
             let in_phase = first_chan * u64::from(xa.chan_pitch);
-            let out_phase =
-                u64::from(dy) * u64::from(oa.row_pitch) + u64::from(dx) * u64::from(oa.pix_pitch);
             [
                 Loc::new(x.buf, x.off + in_phase),
-                Loc::new(ob, oo + out_phase),
+                Loc::new(ob, oo + phase_offset(&oa, dy, dx)),
                 x.loc(),
             ]
         });

@@ -18,10 +18,11 @@
 //! (`place::spill::prepare`) and a spilled output goes back whole after it (`place::spill::settle`).
 
 use crate::base::job::{tiles, Loc};
-use crate::base::spill_state::Src;
 use crate::base::walk::Walk;
 use crate::error::{wide, Limit, Refusal};
-use crate::lower::copy::{check_copies, copy_instr, push_copies};
+use crate::lower::copy::{
+    check_copies, copy_instr, in_and_out, phase_offset, phase_pitches, push_copies,
+};
 use crate::place::spill;
 use nnac_ir::NodeId;
 
@@ -39,33 +40,19 @@ pub(crate) fn upsample(
         u32::try_from(fw).map_err(|_| Refusal::range("factor", wide(fw), Limit::TooLarge))?,
     );
     check_copies(u64::from(fh) * u64::from(fw))?;
-    let out = Src::Sram(walk.define(id).map_err(Refusal::from)?);
-    let (Src::Sram(x), Src::Sram(o)) = (xs, out) else {
-        return Err(Refusal::SpilledOperand {
-            op: "an upsample (prepare brings it in whole)",
-        });
-    };
+    let (x, o) = in_and_out(walk, id, xs, "an upsample (prepare brings it in whole)")?;
     let oa = o.act.clone();
-    let pitch = |p: u32, f: u32| {
-        p.checked_mul(f).ok_or(Refusal::PitchOverflow {
-            pitch: p,
-            factor: f,
-        })
-    };
-    let strided = (
-        pitch(oa.row_pitch, fh)?,
-        pitch(oa.pix_pitch, fw)?,
-        oa.chan_pitch,
-    );
-    let t = copy_instr(&xa, strided, oa.signed);
+    let t = copy_instr(&xa, phase_pitches(&oa, fh, fw)?, oa.signed);
     let Loc { buf: ob, off: oo } = o.loc();
     let tl = tiles(xa.pixels(), xa.c, walk.tile_pixels, walk.hw.mac_cols);
     let copies = (0..fh)
         .flat_map(|dy| (0..fw).map(move |dx| (dy, dx)))
         .map(|(dy, dx)| {
-            let phase =
-                u64::from(dy) * u64::from(oa.row_pitch) + u64::from(dx) * u64::from(oa.pix_pitch);
-            [x.loc(), Loc::new(ob, oo + phase), x.loc()]
+            [
+                x.loc(),
+                Loc::new(ob, oo + phase_offset(&oa, dy, dx)),
+                x.loc(),
+            ]
         });
     push_copies(walk, &name, &t, &tl, copies);
     Ok(())
