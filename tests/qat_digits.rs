@@ -159,4 +159,36 @@ fn qat_model_keeps_its_accuracy_and_matches_onnx_runtime_code_for_code() {
     assert!(worst <= 1.001, "a code {worst} steps from ONNX Runtime's");
     assert!(same_top1 >= 357, "same top-1 on {same_top1}/360");
     assert!(ptq_acc > 90.0, "post-training quantization: {ptq_acc:.2}%");
+
+    // With ONNX Runtime's requantization every code is ONNX Runtime's (99.97% above).
+    let ort_rule = dir.join("qat_ort.nnab");
+    nnac(&[
+        "compile",
+        qat.to_str().unwrap(),
+        "--requant",
+        "onnxruntime",
+        "-q",
+        "-o",
+        ort_rule.to_str().unwrap(),
+    ]);
+    let ort_rule_out = dir.join("qat_ort");
+    nnac(&[
+        "run",
+        ort_rule.to_str().unwrap(),
+        "--input",
+        &input,
+        "--output-dir",
+        ort_rule_out.to_str().unwrap(),
+    ]);
+    let same = floats(&ort_rule_out.join("logits.npy"))
+        .iter()
+        .zip(&ort)
+        .filter(|(a, b)| (*a - *b).abs() / step < 0.01)
+        .count();
+    assert_eq!(
+        same,
+        ort.len(),
+        "--requant onnxruntime: {same} of {} codes",
+        ort.len()
+    );
 }

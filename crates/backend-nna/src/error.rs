@@ -223,6 +223,11 @@ pub enum Refusal {
     DeconvZeroPoint,
     /// An epilogue without requantization.
     EpilogueNotQuantized,
+    /// A requantization (`"even"`, `"fma_add"`) with an activation it cannot carry.
+    RequantActivation { requant: &'static str },
+    /// A `fma_add` requantization on another ELTWISE than an add whose input stage
+    /// is `EltwiseRequant::FMA_ADD`.
+    FmaAddInputs,
     /// An ELTWISE without its input rescaling.
     EltwiseRescaleMissing,
     /// A host-op tensor whose I/O descriptor the container refuses.
@@ -340,6 +345,14 @@ impl fmt::Display for Refusal {
             R::NotSlice => write!(f, "not a slice"),
             R::DeconvZeroPoint => write!(f, "deconvolution input zero point is not 0"),
             R::EpilogueNotQuantized => write!(f, "epilogue is not quantized"),
+            R::RequantActivation { requant } => write!(
+                f,
+                "requantization '{requant}' carries no activation but ReLU and Clip (its clamp)"
+            ),
+            R::FmaAddInputs => write!(
+                f,
+                "requantization 'fma_add' needs an add with input stage 2^9 >> 0, 1 >> 0"
+            ),
             R::EltwiseRescaleMissing => write!(f, "eltwise input rescaling missing"),
             R::Descriptor(e) => write!(f, "{e}"),
             R::Backend(e) => write!(f, "{e}"),

@@ -263,3 +263,157 @@ fn scale_with_fp32_epilogue_runs_bit_exactly() {
     assert!(s.simd.len() > 3, "SCALE program {:?} is not fp32", s.simd);
     assert!(assert_bit_exact(&q, &p, 13, &shape) > 0);
 }
+
+/// `--requant onnxruntime` on a dot product (`Requant::Even`, one FUSED_RELU_F): the
+/// program computes `round_half_even(fp32(fp32(v) * scale))` as ONNX Runtime's
+/// `MlasRequantizeOutput` does, at exact ties (scales 0.5 and 0.25) and on random
+/// values and scales.
+#[test]
+fn onnxruntime_even_path_matches_at_every_tie() {
+    let mut rng = Rng(2311);
+    for (signed, zp) in [(true, -7), (false, 0), (true, 100)] {
+        let (lo, hi) = if signed { (-128, 127) } else { (0, 255) };
+        let mut scale = vec![0.5, 0.25];
+        scale.extend((2..C).map(|_| 10f32.powf(-5.0 + 4.0 * rng.uniform().abs())));
+        let e = Epilogue {
+            act: None,
+            requant: Some(Requant::Even {
+                scale: scale.clone(),
+                zero_point: zp,
+                lo,
+                hi,
+            }),
+        };
+        check(&e, signed, &mut rng);
+        let ep = epilogue(&e, C).unwrap();
+        assert_eq!(ep.program.len(), 1, "one FUSED_RELU_F");
+        // The ties themselves, against ONNX Runtime's rule written out here.
+        for v in -600..600 {
+            for (c, entry) in ep.entries.iter().enumerate() {
+                let ort = ((v as f32 * scale[c]).round_ties_even() as i32 + zp).clamp(lo, hi);
+                let hw = code_value(run(&ep.program, v, &ChanParams(*entry), signed), signed);
+                assert_eq!(hw, ort, "v={v} scale={}", scale[c]);
+            }
+        }
+        assert_eq!(
+            apply(e.requant.as_ref().unwrap(), None, 5, 0),
+            (2 + zp).clamp(lo, hi),
+            "2.5 rounds to 2"
+        );
+    }
+}
+
+/// `--requant onnxruntime` on an add (`Requant::FmaAdd`): for every pair of input
+/// codes of twelve random parameter sets (uint8 files stored as int8 included) the
+/// program gives ONNX Runtime's QLinearAdd codes
+/// `sat(round_half_even(fma(a, s_a/s_y, fma(b, s_b/s_y, fixed))))`; among them are
+/// pairs where an unfused multiply-add would round elsewhere.
+#[test]
+fn onnxruntime_fma_add_matches_on_every_code_pair() {
+    let mut rng = Rng(4099);
+    let mut fused_matters = 0;
+    for set in 0..12 {
+        let file_u8 = set % 2 == 0;
+        let (flo, fhi) = if file_u8 { (0, 255) } else { (-128, 127) };
+        let zp = |rng: &mut Rng| {
+            let r = (rng.next_u64() % 200) as i32;
+            if file_u8 {
+                r + 20
+            } else {
+                r - 100
+            }
+        };
+        let (za, zb, zc) = (zp(&mut rng), zp(&mut rng), zp(&mut rng));
+        let (sa, sb, sc) = (
+            0.01 + 0.05 * rng.uniform().abs(),
+            0.01 + 0.05 * rng.uniform().abs(),
+            0.02 + 0.05 * rng.uniform().abs(),
+        );
+        let (ra, rb) = (sa / sc, sb / sc);
+        let fixed = zc as f32 - (ra * za as f32 + rb * zb as f32);
+        // The NNA stores a uint8 value with zero point z as int8 with z - 128.
+        let shift = if file_u8 { 128 } else { 0 };
+        let (za_nna, zb_nna, zc_nna) = (za - shift, zb - shift, zc - shift);
+        let e = Epilogue {
+            act: None,
+            requant: Some(Requant::FmaAdd {
+                ratio_a: ra,
+                ratio_b: rb,
+                fixed,
+                code_a: za,
+                code_b: zb,
+                offset: zc_nna - zc,
+                lo: -128,
+                hi: 127,
+            }),
+        };
+        let ep = epilogue(&e, 1).unwrap();
+        let rq = e.requant.as_ref().unwrap();
+        for a in flo..=fhi {
+            for b in flo..=fhi {
+                let v = 512 * (a - shift - za_nna) + (b - shift - zb_nna);
+                let u = (a as f32).mul_add(ra, (b as f32).mul_add(rb, fixed));
+                let ort = (u.round_ties_even() as i32).clamp(flo, fhi) - shift;
+                let hw = code_value(run(&ep.program, v, &ChanParams(ep.entries[0]), true), true);
+                assert_eq!(hw, ort, "set {set}: a={a} b={b}");
+                assert_eq!(apply(rq, None, v, 0), ort, "set {set}: a={a} b={b}");
+                let unfused = (a as f32 * ra + ((b as f32 * rb) + fixed)).round_ties_even();
+                fused_matters += usize::from(unfused != u.round_ties_even());
+            }
+        }
+    }
+    assert!(
+        fused_matters > 0,
+        "no pair where the fused rounding matters"
+    );
+    eprintln!("{fused_matters} code pairs round elsewhere without the fused multiply-add");
+}
+
+/// QLinearAdd where the fused rounding decides: `fma(a, k, c)` with `c` close to
+/// `-a * k` (the exact product's low bits decide the result) and `a * k + c` near a
+/// half, for random `k` over twenty binades; the program (SIMD `FMA`) and ONNX
+/// Runtime's rule agree on every case, and in more than 100 of them a multiply and
+/// an add rounded apart would not.
+#[test]
+fn onnxruntime_fma_add_is_exact_under_cancellation() {
+    let mut rng = Rng(977);
+    let mut unfused_differs = 0;
+    for case in 0..20_000 {
+        let a = (rng.next_u64() % 255) as i32 + 1;
+        let k = 2f32.powf(10.0 * rng.uniform()) * (1.0 + rng.uniform().abs());
+        let p = a as f32 * k;
+        // Cancel the product down to a few units of its rounding error, then aim
+        // at a half (or not, every fourth case).
+        let delta = rng.uniform() * p.abs() * 2f32.powi(-20);
+        let half = if case % 4 == 0 {
+            0.0
+        } else {
+            0.5 + (case % 7) as f32
+        };
+        let fixed = -p + half + delta;
+        let e = Epilogue {
+            act: None,
+            requant: Some(Requant::FmaAdd {
+                ratio_a: k,
+                ratio_b: 0.0,
+                fixed,
+                code_a: 0,
+                code_b: 0,
+                offset: 0,
+                lo: -128,
+                hi: 127,
+            }),
+        };
+        let ep = epilogue(&e, 1).unwrap();
+        let v = 512 * a;
+        let u = (a as f32).mul_add(k, fixed);
+        let want = (u.round_ties_even() as i32).clamp(-128, 127);
+        let hw = code_value(run(&ep.program, v, &ChanParams(ep.entries[0]), true), true);
+        assert_eq!(hw, want, "a={a} k={k:e} fixed={fixed:e}");
+        unfused_differs += usize::from((p + fixed).round_ties_even() != u.round_ties_even());
+    }
+    assert!(
+        unfused_differs > 100,
+        "{unfused_differs} cases where fusing matters"
+    );
+}

@@ -134,6 +134,12 @@ pub struct QuantArgs {
     /// the calibration frames (GPTQ, docs/QUANTIZATION.md).
     #[cfg_attr(feature = "cli", arg( long, default_value = "nearest", value_parser = clap::builder::PossibleValuesParser::new( nnac_passes::WeightRounding::ALL.map(nnac_passes::WeightRounding::name) ) ))]
     pub weight_rounding: String,
+    /// How the SIMD epilogues requantize: `fixed` (the NNA's fixed-point multiplier,
+    /// round half up) or `onnxruntime` (ONNX Runtime's int8 kernels bit for bit: fp32
+    /// requantization rounding half to even, QLinearAdd's fused multiply-adds; longer
+    /// SIMD programs, docs/QUANTIZATION.md).
+    #[cfg_attr(feature = "cli", arg( long, default_value = "fixed", value_parser = clap::builder::PossibleValuesParser::new( nnac_passes::RequantRule::ALL.map(nnac_passes::RequantRule::name) ) ))]
+    pub requant: String,
     /// Layers to keep in float32 on the host (comma-separated or repeated): their
     /// inputs are dequantized, the layer runs in float with its float weights, its
     /// output is quantized (docs/QUANTIZATION.md, "Hybrid precision"). Names as
@@ -159,6 +165,7 @@ impl Default for QuantArgs {
             percentile: d.percentile,
             bias_correction: d.bias_correction,
             weight_rounding: d.weight_rounding.name().to_string(),
+            requant: d.requant.name().to_string(),
             float_layers: Vec::new(),
             auto_float: None,
         }
@@ -189,11 +196,21 @@ impl QuantArgs {
                         .join(", ")
                 ))
             })?;
+        let requant = nnac_passes::RequantRule::from_name(&self.requant).ok_or_else(|| {
+            Error::user(format!(
+                "unknown requantization '{}' (one of {})",
+                self.requant,
+                nnac_passes::RequantRule::ALL
+                    .map(nnac_passes::RequantRule::name)
+                    .join(", ")
+            ))
+        })?;
         Ok(nnac_passes::PassOptions {
             calib_method,
             percentile: self.percentile,
             bias_correction: self.bias_correction,
             weight_rounding,
+            requant,
             float_layers: self
                 .float_layers
                 .iter()

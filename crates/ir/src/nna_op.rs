@@ -139,6 +139,21 @@ pub struct EltwiseRequant {
     pub b: Multiplier,
 }
 
+impl EltwiseRequant {
+    /// The input stage of an add requantized by [`Requant::FmaAdd`]: `A = 2^9 (a - a_zp)`,
+    /// `B = b - b_zp`, so `v = A + B` holds both differences (`|B| <= 255 < 2^8`).
+    pub const FMA_ADD: EltwiseRequant = EltwiseRequant {
+        a: Multiplier {
+            mult: 1 << FMA_ADD_SHIFT,
+            shift: 0,
+        },
+        b: Multiplier { mult: 1, shift: 0 },
+    };
+}
+
+/// The shift separating the two inputs in [`EltwiseRequant::FMA_ADD`]'s accumulator.
+pub const FMA_ADD_SHIFT: u32 = 9;
+
 /// The SIMD program after the dot product: activation and (once quantized) the
 /// requantization to 8 bits.
 #[derive(Clone, Debug, PartialEq)]
@@ -184,6 +199,48 @@ pub enum Requant {
         lo: i32,
         hi: i32,
     },
+    /// ONNX Runtime's requantization of a dot product (its `MlasRequantizeOutput`,
+    /// `--requant onnxruntime`): `y = clamp(round_half_even(fp32(fp32(v) * scale[c]))
+    /// + zp, lo, hi)`, the product rounded once to fp32, `scale[c]` computed as ONNX
+    /// Runtime computes it (`s_x * s_w[c] / s_y` in fp32). No activation but ReLU and
+    /// Clip (through `lo`/`hi`).
+    Even {
+        scale: Vec<f32>,
+        zero_point: i32,
+        lo: i32,
+        hi: i32,
+    },
+    /// ONNX Runtime's QLinearAdd (its AVX2 kernel, `--requant onnxruntime`) on an
+    /// ELTWISE add whose input stage leaves `v = 512 (a - a_zp) + (b - b_zp)` (input
+    /// multipliers `2^9 >> 0` and `1 >> 0`): with the codes ONNX Runtime sees,
+    /// `a' = (v rshift_round 9) + code_a`, `b' = v - 512 (v rshift_round 9) + code_b`,
+    /// `u = fma(a', ratio_a, fma(b', ratio_b, fixed))` (each fused multiply-add
+    /// rounded once to fp32), `y = clamp(round_half_even(u) + offset, lo, hi)`.
+    /// `code_a`/`code_b` are the zero points in ONNX Runtime's codes (a uint8 value
+    /// the NNA stores as int8 is 128 codes up), `offset` the NNA's output zero point
+    /// minus ONNX Runtime's.
+    FmaAdd {
+        ratio_a: f32,
+        ratio_b: f32,
+        fixed: f32,
+        code_a: i32,
+        code_b: i32,
+        offset: i32,
+        lo: i32,
+        hi: i32,
+    },
+}
+
+impl Requant {
+    /// The clamp of the output codes.
+    pub fn code_range(&self) -> (i32, i32) {
+        match *self {
+            Requant::Int { lo, hi, .. }
+            | Requant::Float { lo, hi, .. }
+            | Requant::Even { lo, hi, .. }
+            | Requant::FmaAdd { lo, hi, .. } => (lo, hi),
+        }
+    }
 }
 
 /// The pooling unit's work.

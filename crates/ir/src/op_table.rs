@@ -171,6 +171,13 @@ tagged! {
     "float" => [Requant::Float { in_scale, inv_out_scale, zero_point, lo, hi }] {
         in_scale: Vec<f32>, inv_out_scale: f32, zero_point: i32, lo: i32, hi: i32,
     }
+    "even" => [Requant::Even { scale, zero_point, lo, hi }] {
+        scale: Vec<f32>, zero_point: i32, lo: i32, hi: i32,
+    }
+    "fma_add" => [Requant::FmaAdd { ratio_a, ratio_b, fixed, code_a, code_b, offset, lo, hi }] {
+        ratio_a: f32, ratio_b: f32, fixed: f32, code_a: i32, code_b: i32, offset: i32,
+        lo: i32, hi: i32,
+    }
 }
 
 tagged! {

@@ -229,3 +229,84 @@ fn float_compare_and_nan() {
     );
     assert_eq!(fexp(0.0), 1.0);
 }
+
+/// FUSED_RELU_F, F2IE and FMA (ONNX Runtime's arithmetic, `--requant onnxruntime`):
+/// ties to even, saturation, NaN, per-channel scales, one rounding in FMA.
+#[test]
+fn round_half_even_ops_and_fused_multiply_add() {
+    let chan = ChanParams([0.5f32.to_bits() as i32, 0, 0, 0]);
+    let freq = |per_channel: bool, scale: f32, zp: i16| {
+        SimdInstr::FusedReluF(Requant {
+            per_channel,
+            multiplier: scale.to_bits() as i32,
+            zero_point: zp,
+            act_min: -128,
+            act_max: 127,
+            ..Requant::default()
+        })
+    };
+    // 5 * 0.5 = 2.5 -> 2, 7 * 0.5 = 3.5 -> 4, -5 * 0.5 -> -2; then + zp and the clamp.
+    for (acc, r) in [
+        (5, 2),
+        (7, 4),
+        (-5, -2),
+        (-7, -4),
+        (1000, 500),
+        (-1000, -500),
+    ] {
+        let per_channel = run_value(&[freq(true, 9.0, 0)], acc, &chan);
+        assert_eq!(per_channel, r.clamp(-128, 127), "acc {acc}");
+        let with_zp = run_value(&[freq(false, 0.5, 3)], acc, &chan);
+        assert_eq!(with_zp, (r + 3).clamp(-128, 127), "acc {acc}");
+    }
+    // The product is rounded to fp32 first: 16777217 becomes 16777216 in I2F.
+    assert_eq!(
+        run_value(&[freq(false, 2f32.powi(-24), 0)], 16_777_217, &chan),
+        1
+    );
+    assert_eq!(
+        run_value(&[freq(false, f32::NAN, 5)], 9, &chan),
+        5,
+        "NaN gives the zero point"
+    );
+    assert!(uses_chan_params(&[freq(true, 1.0, 0)]));
+
+    let f2ie = |x: f32| {
+        let p = [
+            alu(SimdInstr::Mov, 1, 0, BSrcArg::F(x)),
+            alu(SimdInstr::F2ie, 0, 1, BSrcArg::Reg(0)),
+        ];
+        run_value(&p, 0, &ChanParams::default())
+    };
+    for (x, want) in [
+        (0.5, 0),
+        (1.5, 2),
+        (2.5, 2),
+        (-2.5, -2),
+        (-3.5, -4),
+        (2.4999998, 2),
+        (f32::NAN, 0),
+        (3e9, i32::MAX),
+        (-3e9, i32::MIN),
+    ] {
+        assert_eq!(f2ie(x), want, "F2IE {x}");
+    }
+
+    // fma(a, a, c) with a = 1 + 2^-12: a * a = 1 + 2^-11 + 2^-24 (not an fp32, a tie
+    // that rounds to 1 + 2^-11); with c = -(1 + 2^-11) rounded once it is 2^-24, a
+    // multiply rounded first would give 0.
+    let (a, b) = (1.0 + 2f32.powi(-12), 1.0 + 2f32.powi(-12));
+    let fma = [
+        alu(SimdInstr::Mov, 1, 0, BSrcArg::F(a)),
+        alu(SimdInstr::Mov, 2, 0, BSrcArg::F(-(1.0 + 2f32.powi(-11)))),
+        alu(SimdInstr::Fma, 2, 1, BSrcArg::F(b)),
+        alu(SimdInstr::Mov, 0, 2, BSrcArg::Reg(2)),
+    ];
+    let got = f32::from_bits(run_value(&fma, 0, &ChanParams::default()) as u32);
+    assert_eq!(got, 2f32.powi(-24));
+    assert_eq!(
+        a * b - (1.0 + 2f32.powi(-11)),
+        0.0,
+        "unfused, the tie is lost"
+    );
+}

@@ -15,6 +15,10 @@ pub struct FixedAct {
     pub dtype: DType,
     pub scale: f32,
     pub zero_point: i32,
+    /// The file's codes minus the NNA's: 128 for a uint8 value stored as int8, else 0
+    /// (what `--requant onnxruntime` needs to compute on ONNX Runtime's codes).
+    #[serde(skip)]
+    pub onnx_code_shift: i32,
 }
 
 fn ser_dtype<S: serde::Serializer>(d: &DType, s: S) -> Result<S::Ok, S::Error> {
@@ -29,16 +33,19 @@ impl FixedAct {
                 dtype: DType::U8,
                 scale,
                 zero_point: 0,
+                onnx_code_shift: 0,
             },
             (DType::U8, z) => FixedAct {
                 dtype: DType::I8,
                 scale,
                 zero_point: z - 128,
+                onnx_code_shift: 128,
             },
             (d, z) => FixedAct {
                 dtype: d,
                 scale,
                 zero_point: z,
+                onnx_code_shift: 0,
             },
         }
     }

@@ -100,6 +100,35 @@ impl WeightRounding {
     }
 }
 
+/// How the SIMD epilogues requantize (docs/QUANTIZATION.md, "Requantizing as ONNX
+/// Runtime does").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequantRule {
+    /// The NNA's own: one FUSED_RELU with a 31-bit fixed-point multiplier, round half
+    /// up; ELTWISE adds in fixed point with 20 fractional bits.
+    Fixed,
+    /// ONNX Runtime's int8 kernels, bit for bit: dot products (and the pooling
+    /// convolutions) requantize in fp32 with ONNX Runtime's scale and round half to
+    /// even (`MlasRequantizeOutput`); ELTWISE adds of one shape compute QLinearAdd's
+    /// two fused multiply-adds. Longer SIMD programs: slower unloads.
+    OnnxRuntime,
+}
+
+impl RequantRule {
+    pub const ALL: [RequantRule; 2] = [RequantRule::Fixed, RequantRule::OnnxRuntime];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RequantRule::Fixed => "fixed",
+            RequantRule::OnnxRuntime => "onnxruntime",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<RequantRule> {
+        RequantRule::ALL.into_iter().find(|m| m.name() == s)
+    }
+}
+
 /// Which IR dumps to write.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DumpSpec {
@@ -118,6 +147,8 @@ pub struct PassOptions {
     pub bias_correction: bool,
     /// How weights are rounded to int8.
     pub weight_rounding: WeightRounding,
+    /// How the epilogues requantize.
+    pub requant: RequantRule,
     /// Run the verifier after every pass also in release builds.
     pub verify_each: bool,
     pub dump: Option<DumpSpec>,
@@ -158,6 +189,7 @@ impl Default for PassOptions {
             percentile: 99.99,
             bias_correction: false,
             weight_rounding: WeightRounding::Nearest,
+            requant: RequantRule::Fixed,
             verify_each: false,
             dump: None,
             skip_quantization: false,

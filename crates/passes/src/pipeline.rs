@@ -329,8 +329,7 @@ pub fn compile_graph(
         };
         r.stage(QUANTIZE);
         let t = Instant::now();
-        let quantized =
-            quant::quantize(&mut g, &r.ctx, &stats, opts.calib_method, opts.percentile)?;
+        let quantized = quant::quantize(&mut g, &r.ctx, &stats, opts)?;
         let mut layers = quantized.layers;
         rep.quant_source = quantized.source;
         if opts.bias_correction {

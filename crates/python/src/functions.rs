@@ -71,11 +71,13 @@ fn calib_specs(calib: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<CalibSpec>> {
 
 /// The quantization keywords (`calib_method=`, ..., `auto_float=`) as the driver's
 /// options.
+#[allow(clippy::too_many_arguments)]
 fn quant_args(
     calib_method: &str,
     percentile: f32,
     bias_correction: bool,
     weight_rounding: &str,
+    requant: &str,
     float_layers: Option<Vec<String>>,
     auto_float: Option<usize>,
 ) -> QuantArgs {
@@ -84,6 +86,7 @@ fn quant_args(
         percentile,
         bias_correction,
         weight_rounding: weight_rounding.to_string(),
+        requant: requant.to_string(),
         float_layers: float_layers.unwrap_or_default(),
         auto_float,
     }
@@ -120,7 +123,7 @@ fn preprocess(mean: Option<Vec<f32>>, scale: f32, bgr: bool, resize: Option<Stri
 #[pyfunction]
 #[pyo3(signature = (model, *, weights=None, calib=None, input_shapes=None, hw=None,
     calib_method="percentile", percentile=99.99, bias_correction=false,
-    weight_rounding="nearest", resident_weights="auto", verify_each=false,
+    weight_rounding="nearest", requant="fixed", resident_weights="auto", verify_each=false,
     mean=None, scale=1.0, bgr=false, resize=None, dump_ir=None, dump_dir=None,
     quant_report=false, host_ops="allow", float_layers=None, auto_float=None))]
 #[allow(clippy::too_many_arguments)]
@@ -135,6 +138,7 @@ pub fn compile(
     percentile: f32,
     bias_correction: bool,
     weight_rounding: &str,
+    requant: &str,
     resident_weights: &str,
     verify_each: bool,
     mean: Option<Vec<f32>>,
@@ -163,6 +167,7 @@ pub fn compile(
             percentile,
             bias_correction,
             weight_rounding,
+            requant,
             float_layers,
             auto_float,
         ),
@@ -336,7 +341,7 @@ pub fn eval_float<'py>(
 #[pyfunction]
 #[pyo3(signature = (model, feeds, *, calib, weights=None, input_shapes=None,
     calib_method="percentile", percentile=99.99, bias_correction=false,
-    weight_rounding="nearest", mean=None, scale=1.0, bgr=false, resize=None,
+    weight_rounding="nearest", requant="fixed", mean=None, scale=1.0, bgr=false, resize=None,
     float_layers=None, auto_float=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn eval_quantized<'py>(
@@ -350,6 +355,7 @@ pub fn eval_quantized<'py>(
     percentile: f32,
     bias_correction: bool,
     weight_rounding: &str,
+    requant: &str,
     mean: Option<Vec<f32>>,
     scale: f32,
     bgr: bool,
@@ -367,6 +373,7 @@ pub fn eval_quantized<'py>(
         percentile,
         bias_correction,
         weight_rounding,
+        requant,
         float_layers,
         auto_float,
     );
@@ -389,7 +396,7 @@ pub fn eval_quantized<'py>(
 #[pyfunction]
 #[pyo3(signature = (model, inputs=None, *, calib=None, weights=None, input_shapes=None,
     hw=None, calib_method="percentile", percentile=99.99, bias_correction=false,
-    weight_rounding="nearest", float_layers=None, auto_float=None, mean=None, scale=1.0,
+    weight_rounding="nearest", requant="fixed", float_layers=None, auto_float=None, mean=None, scale=1.0,
     bgr=false, resize=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn analyze<'py>(
@@ -404,6 +411,7 @@ pub fn analyze<'py>(
     percentile: f32,
     bias_correction: bool,
     weight_rounding: &str,
+    requant: &str,
     float_layers: Option<Vec<String>>,
     auto_float: Option<usize>,
     mean: Option<Vec<f32>>,
@@ -422,6 +430,7 @@ pub fn analyze<'py>(
             percentile,
             bias_correction,
             weight_rounding,
+            requant,
             float_layers,
             auto_float,
         ),

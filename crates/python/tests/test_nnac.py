@@ -185,6 +185,29 @@ def test_host_ops_option(program, calib):
         nnac.compile(TINY, calib=calib, host_ops="maybe")
 
 
+def test_onnxruntime_requantization_keyword(tmp_path, calib):
+    # requant="onnxruntime" is the CLI's --requant onnxruntime: same program bytes, a
+    # different program than the default, and the session equals the quantized
+    # reference interpreter under the same rule.
+    ort_rule = nnac.compile(TINY, calib=calib, requant="onnxruntime")
+    assert ort_rule.to_bytes() != nnac.compile(TINY, calib=calib).to_bytes()
+    np.save(tmp_path / "calib.npy", calib)
+    out = tmp_path / "cli.nnab"
+    subprocess.run(
+        [nnac_bin(), "compile", TINY, "--calib", tmp_path / "calib.npy", "-o", out, "-q",
+         "--requant", "onnxruntime"],
+        check=True,
+        capture_output=True,
+    )
+    assert out.read_bytes() == ort_rule.to_bytes()
+    x = frames(2, seed=5)
+    want = nnac.eval_quantized(TINY, {"image": x}, calib=calib, requant="onnxruntime")
+    got = nnac.InferenceSession(ort_rule).run(None, {"image": x})
+    assert [g.tobytes() for g in got] == [w.tobytes() for w in want.values()]
+    with pytest.raises(nnac.UserError, match="unknown requantization 'exact'"):
+        nnac.compile(TINY, calib=calib, requant="exact")
+
+
 def test_compile_errors(tmp_path, calib):
     with pytest.raises(nnac.UserError, match="expects shape 1x3x64x64"):
         nnac.compile(TINY, calib=np.zeros((2, 3), np.float32))

@@ -1,12 +1,14 @@
 //! The SIMD epilogue on one value, written from docs/ISA.md's arithmetic:
-//! FUSED_RELU for the integer path, the fp32 sequence for the float path; and on a
+//! FUSED_RELU for the integer path, the fp32 sequence for the float path, and ONNX
+//! Runtime's rules for `--requant onnxruntime` (`Requant::Even`: FUSED_RELU_F;
+//! `Requant::FmaAdd`: QLinearAdd's two fused multiply-adds); and on a
 //! convolution channel's plane or an inner product's row of accumulators.
 
 use super::saturate;
 use crate::simd_float::activation;
-use nnac_ir::{Activation, DType, FusedAct, Multiplier, Requant};
+use nnac_ir::{Activation, DType, FusedAct, Multiplier, Requant, FMA_ADD_SHIFT};
 use nnac_isa::arith::{self, wrap_acc, ACC_BITS};
-use nnac_isa::simd::float::{canon, f2i, i2f};
+use nnac_isa::simd::float::{canon, f2i, f2i_even, i2f, requant_even};
 
 /// The output code for SIMD input `v` of channel `c`.
 pub fn apply(rq: &Requant, act: Option<&FusedAct>, v: i32, c: usize) -> i32 {
@@ -36,7 +38,37 @@ pub fn apply(rq: &Requant, act: Option<&FusedAct>, v: i32, c: usize) -> i32 {
             let y = i64::from(f2i(canon(a * inv_out_scale))) + i64::from(*zero_point);
             y.clamp(i64::from(*lo), i64::from(*hi)) as i32
         }
+        Requant::Even {
+            scale,
+            zero_point,
+            lo,
+            hi,
+        } => requant_even(v, scale[c], *zero_point, *lo, *hi),
+        Requant::FmaAdd {
+            ratio_a,
+            ratio_b,
+            fixed,
+            code_a,
+            code_b,
+            offset,
+            lo,
+            hi,
+        } => {
+            let (da, db) = fma_add_split(v);
+            let a = i2f(da.wrapping_add(*code_a));
+            let b = i2f(db.wrapping_add(*code_b));
+            let u = canon(a.mul_add(*ratio_a, canon(b.mul_add(*ratio_b, *fixed))));
+            let y = i64::from(f2i_even(u)) + i64::from(*offset);
+            y.clamp(i64::from(*lo), i64::from(*hi)) as i32
+        }
     }
+}
+
+/// The two input differences `(a - a_zp, b - b_zp)` an ELTWISE add with input stage
+/// `EltwiseRequant::FMA_ADD` leaves in its accumulator `v = 2^9 (a - a_zp) + (b - b_zp)`.
+fn fma_add_split(v: i32) -> (i32, i32) {
+    let da = arith::rounding_shift_right(i128::from(v), FMA_ADD_SHIFT) as i32;
+    (da, v.wrapping_sub(da.wrapping_shl(FMA_ADD_SHIFT)))
 }
 
 /// FUSED_RELU: `clamp(scale(v, m) + zero_point, lo, hi)`.
@@ -78,7 +110,7 @@ pub fn plane(
                 (saturate(int_code(v, m, *zero_point, *lo, *hi), dtype), w)
             })
         }
-        Requant::Float { .. } => each(out, acc, |_, a| code(rq, act, a, c, dtype)),
+        _ => each(out, acc, |_, a| code(rq, act, a, c, dtype)),
     }
 }
 

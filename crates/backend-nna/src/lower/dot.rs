@@ -18,8 +18,8 @@ use crate::place::split;
 use crate::place::split::{bands, choose_chunked, Choice, SplitDot};
 use crate::place::split_px;
 use nnac_ir::{
-    DotKind, DotOp, EltwiseKind, EltwiseOp, Graph, NnaOp, NodeId, Op, PoolStage, ScaleOp,
-    TensorData, Value,
+    DotKind, DotOp, EltwiseKind, EltwiseOp, EltwiseRequant, Graph, NnaOp, NodeId, Op, PoolStage,
+    Requant, ScaleOp, TensorData, Value,
 };
 use nnac_isa::checks::DotKind as IsaDot;
 use nnac_isa::{DotProduct, EltOp, Eltwise, Scale, SimdInstr};
@@ -457,6 +457,10 @@ pub(crate) fn eltwise<'g>(walk: &mut Walk<'g>, id: NodeId, e: &EltwiseOp) -> Res
     let b_src = spill::source(walk, ins[1]).ok_or(Refusal::NotActivation { operand: "input B" })?;
     let (aa, ba) = (a_src.act().clone(), b_src.act().clone());
     let m = e.inputs.as_ref().ok_or(Refusal::EltwiseRescaleMissing)?;
+    let fma_add = matches!(e.epilogue.requant, Some(Requant::FmaAdd { .. }));
+    if fma_add && (*m != EltwiseRequant::FMA_ADD || e.kind != EltwiseKind::Add) {
+        return Err(Refusal::FmaAddInputs);
+    }
     let c = aa.c as usize;
     let ep = epilogue(&e.epilogue, c)?;
     let out = split_px::px_output(walk, id)?;

@@ -14,7 +14,12 @@
 //! 0 unless PReLU). The activation sequences are those of nnac-qinterp `simd_float.rs`
 //! (r0 in place, r1..r4 scratch).
 //!
-//! Both paths leave `C2` and `C3` free: SCALE puts its per-channel multiplier and
+//! ONNX Runtime's rules (`--requant onnxruntime`): `Requant::Even` is one
+//! FUSED_RELU_F (`C0` = the channel's fp32 scale); `Requant::FmaAdd` is QLinearAdd's
+//! program on an ELTWISE add (operands unpacked from the accumulator, two FMA, F2IE,
+//! FUSED_RELU `1 >> 0`; docs/ISA.md section 7).
+//!
+//! All paths leave `C2` and `C3` free: SCALE puts its per-channel multiplier and
 //! bias there ([`scale_prefix`]).
 
 use crate::error::{Limit, Refusal};
@@ -46,6 +51,43 @@ pub fn epilogue(e: &Epilogue, channels: usize) -> Result<SimdEpilogue, Refusal> 
             lo,
             hi,
         } => int_path(mult, *zero_point, *lo, *hi, channels),
+        Requant::Even {
+            scale,
+            zero_point,
+            lo,
+            hi,
+        } => {
+            clamp_only(e, "even")?;
+            count(scale.len(), channels, "scales")?;
+            let program = vec![SimdInstr::FusedReluF(requant_fields(
+                true,
+                0,
+                *zero_point,
+                *lo,
+                *hi,
+            )?)];
+            let entries = scale.iter().map(|&s| [f32_bits(s), 0, 0, 0]).collect();
+            Ok(SimdEpilogue { program, entries })
+        }
+        Requant::FmaAdd {
+            ratio_a,
+            ratio_b,
+            fixed,
+            code_a,
+            code_b,
+            offset,
+            lo,
+            hi,
+        } => {
+            clamp_only(e, "fma_add")?;
+            Ok(SimdEpilogue {
+                program: fma_add_program(*ratio_a, *ratio_b, *fixed, *code_a, *code_b)
+                    .into_iter()
+                    .chain([add_zero_point(*offset, *lo, *hi)?])
+                    .collect(),
+                entries: vec![[0; 4]; channels],
+            })
+        }
         Requant::Float {
             in_scale,
             inv_out_scale,
@@ -74,16 +116,7 @@ pub fn epilogue(e: &Epilogue, channels: usize) -> Result<SimdEpilogue, Refusal> 
             program.extend([
                 alu(SimdInstr::Fmul, 0, 0, Operand::F(*inv_out_scale)),
                 alu(SimdInstr::F2i, 0, 0, Operand::None),
-                SimdInstr::FusedRelu(FusedRelu {
-                    dst: 0,
-                    src: 0,
-                    per_channel: false,
-                    shift: 0,
-                    act_min: i16_of(*lo, "lo")?,
-                    act_max: i16_of(*hi, "hi")?,
-                    zero_point: i16_of(*zero_point, "zero point")?,
-                    multiplier: 1,
-                }),
+                add_zero_point(*zero_point, *lo, *hi)?,
             ]);
             let entries = (0..channels)
                 .map(|c| {
@@ -94,6 +127,69 @@ pub fn epilogue(e: &Epilogue, channels: usize) -> Result<SimdEpilogue, Refusal> 
             Ok(SimdEpilogue { program, entries })
         }
     }
+}
+
+/// `Requant::Even` and `Requant::FmaAdd` carry no activation but the one their clamp
+/// expresses (ReLU, Clip: the quantizer folds those into `lo`/`hi`).
+fn clamp_only(e: &Epilogue, requant: &'static str) -> Result<(), Refusal> {
+    match &e.act {
+        None | Some(FusedAct::Act(Activation::Relu | Activation::Clip { .. })) => Ok(()),
+        Some(_) => Err(Refusal::RequantActivation { requant }),
+    }
+}
+
+/// ONNX Runtime's QLinearAdd on the ELTWISE accumulator
+/// `v = 2^9 (a - a_zp) + (b - b_zp)` (`EltwiseRequant::FMA_ADD`): the two inputs in
+/// ONNX Runtime's codes as fp32 (`r1 = a'`, `r2 = b'`), `r3 = fma(b', ratio_b, fixed)`,
+/// `r3 = fma(a', ratio_a, r3)`, `r0` = that rounded half to even.
+fn fma_add_program(
+    ratio_a: f32,
+    ratio_b: f32,
+    fixed: f32,
+    code_a: i32,
+    code_b: i32,
+) -> Vec<SimdInstr> {
+    use Operand::{Imm, Reg, F};
+    let shift = nnac_ir::FMA_ADD_SHIFT as i32;
+    vec![
+        alu(SimdInstr::Shrr, 1, 0, Imm(shift)),
+        alu(SimdInstr::Shl, 2, 1, Imm(shift)),
+        alu(SimdInstr::Isub, 2, 0, Reg(2)),
+        alu(SimdInstr::Iadd, 1, 1, Imm(code_a)),
+        alu(SimdInstr::Iadd, 2, 2, Imm(code_b)),
+        alu(SimdInstr::I2f, 1, 1, Operand::None),
+        alu(SimdInstr::I2f, 2, 2, Operand::None),
+        alu(SimdInstr::Mov, 3, 0, F(fixed)),
+        alu(SimdInstr::Fma, 3, 2, F(ratio_b)),
+        alu(SimdInstr::Fma, 3, 1, F(ratio_a)),
+        alu(SimdInstr::F2ie, 0, 3, Operand::None),
+    ]
+}
+
+/// `FUSED_RELU` by `1 >> 0`: adds the zero point exactly and clamps.
+fn add_zero_point(zero_point: i32, lo: i32, hi: i32) -> Result<SimdInstr, Refusal> {
+    requant_fields(false, 1, zero_point, lo, hi).map(SimdInstr::FusedRelu)
+}
+
+/// The fields of a FUSED_RELU / FUSED_RELU_F on `r0` (shift 0): the multiplier from
+/// `C0`/`C1` when `per_channel`, else `multiplier`; the zero point and the clamp.
+fn requant_fields(
+    per_channel: bool,
+    multiplier: i32,
+    zero_point: i32,
+    lo: i32,
+    hi: i32,
+) -> Result<FusedRelu, Refusal> {
+    Ok(FusedRelu {
+        dst: 0,
+        src: 0,
+        per_channel,
+        shift: 0,
+        act_min: i16_of(lo, "lo")?,
+        act_max: i16_of(hi, "hi")?,
+        zero_point: i16_of(zero_point, "zero point")?,
+        multiplier,
+    })
 }
 
 /// The identity program: `FUSED_RELU` with multiplier `2^30`, shift 30, zero point 0
@@ -130,16 +226,7 @@ fn int_path(
     channels: usize,
 ) -> Result<SimdEpilogue, Refusal> {
     count(mult.len(), channels, "multipliers")?;
-    let fr = FusedRelu {
-        dst: 0,
-        src: 0,
-        per_channel: true,
-        shift: 0,
-        act_min: i16_of(lo, "lo")?,
-        act_max: i16_of(hi, "hi")?,
-        zero_point: i16_of(zero_point, "zero point")?,
-        multiplier: 0,
-    };
+    let fr = requant_fields(true, 0, zero_point, lo, hi)?;
     let entries = mult
         .iter()
         .map(|&Multiplier { mult, shift }| [mult, i32::from(shift), 0, 0])
@@ -177,6 +264,7 @@ enum Operand {
     Reg(u8),
     Chan(u32),
     F(f32),
+    Imm(i32),
 }
 
 fn alu(make: fn(Alu) -> SimdInstr, dst: u8, a: u8, b: Operand) -> SimdInstr {
@@ -190,6 +278,7 @@ fn alu(make: fn(Alu) -> SimdInstr, dst: u8, a: u8, b: Operand) -> SimdInstr {
         Operand::Reg(r) => (x.bsrc, x.b) = (BSrc::Reg, r),
         Operand::Chan(c) => (x.bsrc, x.chan) = (BSrc::Chan, c),
         Operand::F(v) => (x.bsrc, x.imm) = (BSrc::Imm, f32_bits(v)),
+        Operand::Imm(v) => (x.bsrc, x.imm) = (BSrc::Imm, v),
     }
     make(x)
 }

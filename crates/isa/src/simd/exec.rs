@@ -42,14 +42,14 @@ impl ChanParams {
 /// True if the program reads channel parameters (so the channel table must be valid).
 pub fn uses_chan_params(program: &[SimdInstr]) -> bool {
     program.iter().any(|i| match i {
-        SimdInstr::FusedRelu(r) => r.per_channel,
+        SimdInstr::FusedRelu(r) | SimdInstr::FusedReluF(r) => r.per_channel,
         other => matches!(alu_of(other), Some(a) if a.bsrc == super::BSrc::Chan),
     })
 }
 
 fn alu_of(i: &SimdInstr) -> Option<&Alu> {
     match i {
-        SimdInstr::FusedRelu(_) => None,
+        SimdInstr::FusedRelu(_) | SimdInstr::FusedReluF(_) => None,
         SimdInstr::Mov(a)
         | SimdInstr::Iadd(a)
         | SimdInstr::Isub(a)
@@ -71,7 +71,9 @@ fn alu_of(i: &SimdInstr) -> Option<&Alu> {
         | SimdInstr::Fmin(a)
         | SimdInstr::Fmax(a)
         | SimdInstr::Fexp(a)
-        | SimdInstr::Fcmplt(a) => Some(a),
+        | SimdInstr::Fcmplt(a)
+        | SimdInstr::F2ie(a)
+        | SimdInstr::Fma(a) => Some(a),
     }
 }
 
@@ -101,6 +103,7 @@ impl Lane {
     pub fn step(&mut self, instr: &SimdInstr, chan: &ChanParams) {
         match instr {
             SimdInstr::FusedRelu(r) => self.requant(r, chan),
+            SimdInstr::FusedReluF(r) => self.requant_f(r, chan),
             other => {
                 let a = alu_of(other).expect("all other SIMD ops are ALU ops");
                 let active = !a.pred || (self.pred != a.pred_neg);
@@ -120,6 +123,22 @@ impl Lane {
         let y = arith::scale(i64::from(self.i(r.src)), mult, shift) + i128::from(r.zero_point);
         let y = y.max(i128::from(r.act_min)).min(i128::from(r.act_max));
         self.regs[r.dst as usize] = arith::sat_i32(y) as u32;
+    }
+
+    fn requant_f(&mut self, r: &Requant, chan: &ChanParams) {
+        let bits = if r.per_channel {
+            chan.0[0]
+        } else {
+            r.multiplier
+        };
+        let y = float::requant_even(
+            self.i(r.src),
+            f32::from_bits(bits as u32),
+            i32::from(r.zero_point),
+            i32::from(r.act_min),
+            i32::from(r.act_max),
+        );
+        self.regs[r.dst as usize] = y as u32;
     }
 
     fn operand_b(&self, a: &Alu, chan: &ChanParams) -> u32 {
@@ -169,7 +188,11 @@ impl Lane {
             SimdInstr::Fmin(_) => Some(fbits(float::fmin(af, bf))),
             SimdInstr::Fmax(_) => Some(fbits(float::fmax(af, bf))),
             SimdInstr::Fexp(_) => Some(fbits(float::fexp(af))),
-            SimdInstr::FusedRelu(_) => unreachable!("handled by requant"),
+            SimdInstr::F2ie(_) => Some(float::f2i_even(af) as u32),
+            SimdInstr::Fma(_) => Some(fbits(af.mul_add(bf, self.f(a.dst)))),
+            SimdInstr::FusedRelu(_) | SimdInstr::FusedReluF(_) => {
+                unreachable!("handled by requant")
+            }
         };
         if let Some(v) = result {
             self.regs[a.dst as usize] = v;

@@ -118,6 +118,7 @@ macro_rules! simd_table {
 
 simd_table! {
     FusedRelu = 0x01, "FUSED_RELU", Requant, false, "dst = clamp(rshift_round(src*mult, shift) + zp, act_min, act_max)";
+    FusedReluF = 0x02, "FUSED_RELU_F", Requant, false, "dst = clamp(round_half_even(fp32(src) * S) + zp, act_min, act_max), S = fp32 bits of C0 (per_channel) or of mult; shift unused";
     Mov = 0x10, "MOV", Alu, false, "dst = B";
     Iadd = 0x11, "IADD", Alu, false, "dst = a + B (int32, wrapping)";
     Isub = 0x12, "ISUB", Alu, false, "dst = a - B (int32, wrapping)";
@@ -140,6 +141,8 @@ simd_table! {
     Fmax = 0x27, "FMAX", Alu, true, "dst = max(a, B) (fp32, see ISA.md)";
     Fexp = 0x28, "FEXP", Alu, true, "dst = exp(a) by the ISA.md algorithm (B unused)";
     Fcmplt = 0x29, "FCMPLT", Alu, true, "P = a < B (fp32; false if either is NaN)";
+    F2ie = 0x2A, "F2IE", Alu, true, "dst = int32(a), round half to even, saturating, NaN -> 0 (B unused)";
+    Fma = 0x2B, "FMA", Alu, true, "dst = a * B + dst (fp32, rounded once)";
 }
 
 impl SimdInstr {

@@ -39,6 +39,8 @@
         + FCMPLT a=r2 bsrc=imm imm=-0.5f
         + FSUB dst=r2 a=r2 bsrc=imm imm=0.25f pred=1
         + FMUL dst=r2 a=r2 bsrc=imm imm=16.0f
+        + FMA dst=r2 a=r1 bsrc=imm imm=0.5f
+        + F2IE dst=r3 a=r2
         + F2I dst=r0 a=r2
 
     ; Per-channel scale: (x * C2 + C3) rescaled by C0/C1 with integer ops.
@@ -51,6 +53,7 @@
         + SHRR dst=r0 a=r0 bsrc=imm imm=3
         + IMIN dst=r0 a=r0 bsrc=imm imm=1000
         + IMAX dst=r0 a=r0 bsrc=imm imm=-1000
+        + FUSED_RELU_F dst=r1 src=r0 multiplier=1056964608 act_min=-128 act_max=127
         + FUSED_RELU dst=r0 src=r0 multiplier=1073741824 shift=30 act_min=-128 act_max=127
 
     ; Residual add with a select: where a == b keep a, else max(a, b) via compare+select.

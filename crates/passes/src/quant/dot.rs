@@ -10,7 +10,7 @@ use super::weights::{quantize_layer, GptqFactors, LayerFrom};
 use crate::channels::WeightChannels;
 use crate::fixed::FixedWeights;
 use crate::util::dot_out_channels;
-use crate::PassError;
+use crate::{PassError, RequantRule};
 use nnac_ir::{
     DType, DotKind, GemmAttrs, Graph, NnaOp, NodeId, Op, Quant, Tensor, TensorData, TensorType,
 };
@@ -71,6 +71,7 @@ pub fn quantize_dot(
     xmax: i64,
     hessian: Option<&Hessian>,
     fixed: Option<&FixedWeights>,
+    rule: RequantRule,
 ) -> Result<DotQuant, PassError> {
     let name = g.node(id).name.clone();
     let Op::Nna(NnaOp::Dot(dot)) = g.node(id).op.clone() else {
@@ -115,7 +116,17 @@ pub fn quantize_dot(
     };
     non_finite(&w, "weights", &wshape, &name)?;
     non_finite(&bias, "bias", &[m], &name)?;
-    let fixed_scales = fixed.and_then(|f| file_scales(f, &dot.kind, m));
+    let ort = rule == RequantRule::OnnxRuntime;
+    // ONNX Runtime sums a pooling window's codes and scales the sum: weight code 1.
+    let window = ort
+        .then(|| average_window(&dot.kind, &w, &wshape))
+        .flatten();
+    let file = fixed.and_then(|f| file_scales(f, &dot.kind, m));
+    let from_file = file.is_some() && window.is_none();
+    let fixed_scales = match window {
+        Some(n) => Some(vec![1.0 / n as f32; m]),
+        None => file,
+    };
     let factors = hessian
         .filter(|_| fixed_scales.is_none())
         .and_then(|h| gptq_factors(h, layout, m, w.len()));
@@ -141,8 +152,21 @@ pub fn quantize_dot(
         .iter()
         .map(|&s| f64::from(s_in) * f64::from(s))
         .collect();
-    let rq = requant::build(dot.epilogue.act.as_ref(), &unit, s_out, zp_out, out_t.dtype)
+    let mut rq = requant::build(dot.epilogue.act.as_ref(), &unit, s_out, zp_out, out_t.dtype)
         .map_err(|e| PassError::node(PASS, &name, e.to_string()))?;
+    if ort {
+        // ONNX Runtime's fp32 scales: QLinearConv / QGemm `s_x * s_w / s_y`,
+        // QLinearGlobalAveragePool `s_x / (s_y * n)`.
+        let scale = q
+            .scales
+            .iter()
+            .map(|&sw| match window {
+                Some(n) => s_in / (s_out * n as f32),
+                None => s_in * sw / s_out,
+            })
+            .collect();
+        rq = requant::even(&rq, scale).unwrap_or(rq);
+    }
     let axis = if matches!(dot.kind, DotKind::Deconv(_)) {
         1
     } else {
@@ -168,8 +192,19 @@ pub fn quantize_dot(
     Ok(DotQuant {
         acc: q.acc,
         gptq_channels: q.gptq_channels,
-        weights_from_file: fixed_scales.is_some(),
+        weights_from_file: from_file,
     })
+}
+
+/// `Some(n)` when the dot is an average over windows of `n` pixels (the pooling
+/// convolution of `lower_pools`: depthwise, every weight `1 / n`).
+fn average_window(kind: &DotKind, w: &[f32], wshape: &[usize]) -> Option<usize> {
+    let DotKind::Conv(attrs) = kind else {
+        return None;
+    };
+    let (m, n) = (*wshape.first()?, wshape.get(2..)?.iter().product::<usize>());
+    let depthwise = attrs.group == m && wshape.get(1) == Some(&1);
+    (depthwise && n > 0 && w.iter().all(|&x| x == 1.0 / n as f32)).then_some(n)
 }
 
 /// The file's weight scale of each of the `m` output channels, when its axis is the

@@ -25,9 +25,9 @@ pub mod weights;
 
 use crate::calib::Stats;
 use crate::fixed::FixedAct;
-use crate::{CalibMethod, PassCtx, PassError};
+use crate::{CalibMethod, PassCtx, PassError, PassOptions};
 use acc_bound::AccReport;
-use nnac_ir::{Graph, NnaOp, NodeId, Op, Quant, Requant, Value};
+use nnac_ir::{Graph, NnaOp, NodeId, Op, Quant, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Quantization facts of one NNA compute layer (for the report).
@@ -119,9 +119,9 @@ pub fn quantize(
     g: &mut Graph,
     ctx: &PassCtx,
     stats: &BTreeMap<String, Stats>,
-    method: CalibMethod,
-    percentile: f32,
+    opts: &PassOptions,
 ) -> Result<Quantized, PassError> {
+    let (method, percentile) = (opts.calib_method, opts.percentile);
     let order = g
         .topo_order()
         .map_err(|e| PassError::node("quantize", &e.node, e.msg))?;
@@ -199,7 +199,7 @@ pub fn quantize(
                 let hessian = stats.get(&g.node(n).name).and_then(|s| s.hessian.as_ref());
                 let wname = g.node(g.node_inputs(n)[1].node).name.clone();
                 let fw = ctx.fixed.weights.get(&wname);
-                let d = dot::quantize_dot(g, n, xmax, hessian, fw)?;
+                let d = dot::quantize_dot(g, n, xmax, hessian, fw, opts.requant)?;
                 let name = g.node(n).name.clone();
                 if d.weights_from_file {
                     source.weights_from_file.push(name);
@@ -213,7 +213,17 @@ pub fn quantize(
                 None
             }
             Op::Nna(NnaOp::Eltwise(_)) => {
-                eltwise::quantize_eltwise(g, n)?;
+                // ONNX Runtime's codes: 128 above the NNA's for a uint8 value of the
+                // file stored as int8.
+                let shift = |v: NodeId| {
+                    groups
+                        .get(&v)
+                        .and_then(|r| fixed.get(r))
+                        .map_or(0, |f| f.onnx_code_shift)
+                };
+                let ins = g.node_inputs(n);
+                let shifts = [shift(ins[0].node), shift(ins[1].node), shift(n)];
+                eltwise::quantize_eltwise(g, n, opts.requant, shifts)?;
                 None
             }
             _ => continue,
@@ -305,7 +315,7 @@ pub fn input_code_max(g: &Graph, v: Value) -> i64 {
             NnaOp::ChannelShuffle { .. } | NnaOp::Upsample { .. } | NnaOp::DepthToSpace { .. },
         ) => return input_code_max(g, g.node_inputs(v.node)[0]),
         Op::Nna(op) => match op.epilogue().and_then(|e| e.requant.as_ref()) {
-            Some(Requant::Int { lo, hi, .. } | Requant::Float { lo, hi, .. }) => (*lo, *hi),
+            Some(rq) => rq.code_range(),
             None => (lo, hi),
         },
         Op::Reshape { .. } | Op::Slice { .. } | Op::StridedSlice { .. } => {

@@ -114,6 +114,23 @@ pub fn build(
     })
 }
 
+/// ONNX Runtime's requantization of a dot product in place of `rq` (built by
+/// [`build`]): `scale[c]` per channel, the same zero point and clamp. `None` when
+/// `rq` is not the integer path (an activation on the fp32 path keeps it).
+pub fn even(rq: &Requant, scale: Vec<f32>) -> Option<Requant> {
+    match *rq {
+        Requant::Int {
+            zero_point, lo, hi, ..
+        } => Some(Requant::Even {
+            scale,
+            zero_point,
+            lo,
+            hi,
+        }),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
