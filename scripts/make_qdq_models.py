@@ -2,9 +2,10 @@
 """Pre-quantized (QDQ) test models made by ONNX Runtime, and ONNX Runtime's int8 run
 of them: the reference nnac's compiled program must agree with (tests/qdq_vs_ort.rs).
 
-Usage: make_qdq_models.py OUT_DIR [--nets resnet50,mobilenet_v2,ppocr_cls]
+Usage: make_qdq_models.py OUT_DIR [--nets resnet50,mobilenet_v2,ppocr_cls,...]
 
-For every net and each activation type (uint8 and int8, both asymmetric; weights
+For every net and each activation type (uint8 and int8, both asymmetric; MobileNet-v3
+Large and EfficientNet-B0 of the arch models uint8 only; weights
 int8 symmetric per channel, onnxruntime.quantization.quantize_static, QDQ format,
 MinMax calibration) it writes to OUT_DIR:
   <net>_<u8|s8>.onnx   the QDQ model, without a final Softmax (its output is then a
@@ -47,8 +48,12 @@ NETS = {
     "resnet50": (MODELS / "light" / "resnet50.onnx", (3, 224, 224)),
     "mobilenet_v2": (MODELS / "arch" / "mobilenet_v2.onnx", (3, 224, 224)),
     "ppocr_cls": (MODELS / "rapidocr" / "ch_ppocr_mobile_v2.0_cls_infer.onnx", (3, 48, 192)),
+    "mobilenet_v3_large": (MODELS / "arch" / "mobilenet_v3_large.onnx", (3, 224, 224)),
+    "efficientnet_b0": (MODELS / "arch" / "efficientnet_b0.onnx", (3, 224, 224)),
 }
 ACTS = {"u8": QuantType.QUInt8, "s8": QuantType.QInt8}
+# The mobile networks with squeeze-and-excitation (hard-swish, SiLU) in uint8 only.
+ONLY_U8 = {"mobilenet_v3_large", "efficientnet_b0"}
 SEED = 25
 
 
@@ -150,6 +155,8 @@ def main() -> int:
         float_path = args.out / f"{net}_float.onnx"
         name = prepared(net, path, chw, float_path)
         for tag, act in ACTS.items():
+            if net in ONLY_U8 and tag != "u8":
+                continue
             q_path = args.out / f"{net}_{tag}.onnx"
             quantize_static(str(float_path), str(q_path), Frames(name, calib),
                             quant_format=QuantFormat.QDQ, per_channel=True,

@@ -3,6 +3,7 @@
 
 Usage: qdq_layer_agreement.py MODEL_QDQ.onnx INPUT_NAME FRAMES.npy [--frames N]
                               [--every K] [--nnac target/release/nnac]
+                              [--requant fixed|onnxruntime]
 
 For every K-th activation the file quantizes (a QuantizeLinear of a non-constant
 value, in graph order) it cuts the model at that value's DequantizeLinear (the value
@@ -59,6 +60,7 @@ def main() -> int:
     ap.add_argument("--frames", dest="n", type=int, default=8)
     ap.add_argument("--every", type=int, default=1)
     ap.add_argument("--nnac", default="target/release/nnac")
+    ap.add_argument("--requant", default="fixed", help="nnac's --requant rule")
     a = ap.parse_args()
     ort.set_default_logger_severity(3)
     model = onnx.load(a.model)
@@ -79,7 +81,8 @@ def main() -> int:
             out = t / "out"
             r = subprocess.run(
                 [a.nnac, "eval", str(t / "cut.onnx"), "--quantized",
-                 "--input", f"{a.input}={t / 'in.npy'}", "--output-dir", str(out)],
+                 "--input", f"{a.input}={t / 'in.npy'}", "--output-dir", str(out),
+                 "--requant", a.requant],
                 capture_output=True, text=True)
             if r.returncode != 0:
                 print(f"{q.input[0]:40s} nnac: {r.stderr.strip()[:160]}")

@@ -108,9 +108,10 @@ pub enum RequantRule {
     /// up; ELTWISE adds in fixed point with 20 fractional bits.
     Fixed,
     /// ONNX Runtime's int8 kernels, bit for bit: dot products (and the pooling
-    /// convolutions) requantize in fp32 with ONNX Runtime's scale and round half to
-    /// even (`MlasRequantizeOutput`); ELTWISE adds of one shape compute QLinearAdd's
-    /// two fused multiply-adds. Longer SIMD programs: slower unloads.
+    /// convolutions) and ELTWISE products requantize in fp32 with ONNX Runtime's
+    /// scale and round half to even (`MlasRequantizeOutput`, QLinearMul); ELTWISE adds
+    /// of one shape compute QLinearAdd's two fused multiply-adds (12 SIMD
+    /// instructions: slower unloads).
     OnnxRuntime,
 }
 

@@ -19,6 +19,9 @@ pub fn fold_hardswish(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError>
         let Some((x, last)) = match_hardswish(g, id) else {
             continue;
         };
+        if rounds_inside(g, ctx, x, last) {
+            continue;
+        }
         g.set_node_inputs(last, &[x]);
         g.node_mut(last).op = Op::Act(Activation::HardSwish);
         let name = g.node(last).name.clone();
@@ -26,6 +29,23 @@ pub fn fold_hardswish(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError>
     }
     g.remove_dead();
     Ok(())
+}
+
+/// Whether a pre-quantized file rounds a value strictly between `x` and `last` (the
+/// gate, `x + 3`, the product before the division): the file's roundings stay, so
+/// such a pattern keeps its ops (`PassCtx::file_rounds`).
+pub(crate) fn rounds_inside(g: &Graph, ctx: &PassCtx, x: Value, last: NodeId) -> bool {
+    let mut stack = g.node_inputs(last);
+    while let Some(v) = stack.pop() {
+        if v == x || matches!(g.node(v.node).op, Op::Constant(_)) {
+            continue;
+        }
+        if ctx.file_rounds(&g.node(v.node).name) {
+            return true;
+        }
+        stack.extend(g.node_inputs(v.node));
+    }
+    false
 }
 
 fn scalar(g: &Graph, v: Value) -> Option<f32> {

@@ -28,6 +28,9 @@ pub fn fold_silu(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError> {
         let Some(x) = x else {
             continue;
         };
+        if super::fold_hardswish::rounds_inside(g, ctx, x, id) {
+            continue;
+        }
         g.set_node_inputs(id, &[x]);
         g.node_mut(id).op = Op::Act(Activation::Silu);
         let name = g.node(id).name.clone();

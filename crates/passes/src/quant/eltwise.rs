@@ -6,6 +6,9 @@
 //! - mul: both inputs enter as their codes minus the zero point (multiplier 1), so
 //!   the accumulator holds the exact product `(a_q - zp_a) * (b_q - zp_b)` (at most
 //!   `255^2`) in units of `s_a * s_b`, which the epilogue requantizes.
+//! - `RequantRule::OnnxRuntime`: an add of one shape packs both differences into the
+//!   accumulator and runs QLinearAdd (`Requant::FmaAdd`); a product requantizes as
+//!   QLinearMul (`Requant::Even`, scale `s_a * s_b / s_y`).
 
 use super::params::{multiplier, scale_zp};
 use super::requant;
@@ -70,6 +73,11 @@ pub fn quantize_eltwise(
             let (_, zp_a) = scale_zp(g.value_type(ins[0]));
             let (_, zp_b) = scale_zp(g.value_type(ins[1]));
             fma_add(sa, sb, s_out, [zp_a, zp_b, zero_point], shifts, lo, hi)
+        }
+        // QLinearMul (`qlmul.cpp`): the exact product of the two differences times
+        // `s_a * s_b / s_y` in fp32, rounded half to even, broadcast or not.
+        (RequantRule::OnnxRuntime, EltwiseKind::Mul, rq) => {
+            requant::even(&rq, vec![sa * sb / s_out; c]).unwrap_or(rq)
         }
         (_, _, rq) => rq,
     });
