@@ -269,6 +269,14 @@ fn round_half_even_ops_and_fused_multiply_add() {
         5,
         "NaN gives the zero point"
     );
+    // A clamp with act_min > act_max (a hostile program) gives act_max, no panic.
+    let inverted = SimdInstr::FusedReluF(Requant {
+        multiplier: 1.0f32.to_bits() as i32,
+        act_min: 10,
+        act_max: -10,
+        ..Requant::default()
+    });
+    assert_eq!(run_value(&[inverted], 3, &chan), -10);
     assert!(uses_chan_params(&[freq(true, 1.0, 0)]));
 
     let f2ie = |x: f32| {

@@ -58,8 +58,9 @@ pub fn apply(rq: &Requant, act: Option<&FusedAct>, v: i32, c: usize) -> i32 {
             let a = i2f(da.wrapping_add(*code_a));
             let b = i2f(db.wrapping_add(*code_b));
             let u = canon(a.mul_add(*ratio_a, canon(b.mul_add(*ratio_b, *fixed))));
+            // FUSED_RELU by 1 >> 0: the zero point added exactly, then the clamp.
             let y = i64::from(f2i_even(u)) + i64::from(*offset);
-            y.clamp(i64::from(*lo), i64::from(*hi)) as i32
+            y.max(i64::from(*lo)).min(i64::from(*hi)) as i32
         }
     }
 }

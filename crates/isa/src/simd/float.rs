@@ -57,11 +57,12 @@ pub fn f2i_even(x: f32) -> i32 {
     x.round_ties_even() as i32
 }
 
-/// FUSED_RELU_F: `clamp(f2i_even(fp32(src) * scale) + zero_point, lo, hi)`, the
-/// product rounded once to fp32 (ONNX Runtime's `MlasRequantizeOutput`).
+/// FUSED_RELU_F: `min(max(f2i_even(fp32(src) * scale) + zero_point, lo), hi)`, the
+/// product rounded once to fp32 (ONNX Runtime's `MlasRequantizeOutput`); like
+/// FUSED_RELU, `lo > hi` gives `hi` (no panic on any encoding).
 pub fn requant_even(src: i32, scale: f32, zero_point: i32, lo: i32, hi: i32) -> i32 {
     let y = i64::from(f2i_even(canon(i2f(src) * scale))) + i64::from(zero_point);
-    y.clamp(i64::from(lo), i64::from(hi)) as i32
+    y.max(i64::from(lo)).min(i64::from(hi)) as i32
 }
 
 /// int32 to fp32, round to nearest even.
