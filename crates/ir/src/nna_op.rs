@@ -200,10 +200,11 @@ pub enum Requant {
         hi: i32,
     },
     /// ONNX Runtime's requantization of a dot product (its `MlasRequantizeOutput`,
-    /// `--requant onnxruntime`): `y = clamp(round_half_even(fp32(fp32(v) * scale[c]))
-    /// + zp, lo, hi)`, the product rounded once to fp32, `scale[c]` computed as ONNX
-    /// Runtime computes it (`s_x * s_w[c] / s_y` in fp32). No activation but ReLU and
-    /// Clip (through `lo`/`hi`).
+    /// `--requant onnxruntime`):
+    /// `y = clamp(round_half_even(fp32(fp32(v) * scale[c])) + zp, lo, hi)`, the
+    /// product rounded once to fp32, `scale[c]` computed as ONNX Runtime computes it
+    /// (`s_x * s_w[c] / s_y` in fp32). No activation but ReLU and Clip (through
+    /// `lo`/`hi`).
     Even {
         scale: Vec<f32>,
         zero_point: i32,
