@@ -1,7 +1,8 @@
 //! The fp32 SIMD sequences of the activations that need the float path, evaluated on
 //! one value: the quantized reference interpreter's side of the fp32 epilogue. They
 //! are the exact operation sequences (docs/ISA.md fp32 semantics: IEEE binary32, round
-//! to nearest even, no fused multiply-add, canonical NaN) of the SIMD programs that
+//! to nearest even, each multiply and add rounded apart, canonical NaN) of the SIMD
+//! programs that
 //! nnac-backend-nna `simd.rs` emits; the backend's `tests/simd_epilogue.rs` runs those
 //! programs on the ISA's SIMD executor against this code bit for bit.
 //!

@@ -1,6 +1,7 @@
 //! Bit-exact fp32 operations of the SIMD unit. All arithmetic is IEEE-754 binary32
-//! with round-to-nearest-even and subnormals (no flush to zero, no fused multiply-add);
-//! every NaN result is replaced by the canonical quiet NaN [`CANONICAL_NAN`].
+//! with round-to-nearest-even and subnormals (no flush to zero; a multiply and an add
+//! round apart except in the FMA instruction, which rounds once); every NaN result is
+//! replaced by the canonical quiet NaN [`CANONICAL_NAN`].
 
 /// The only NaN the SIMD unit produces.
 pub const CANONICAL_NAN: u32 = 0x7FC0_0000;
