@@ -176,35 +176,25 @@ impl QuantArgs {
     /// The pass options these flags set; everything else at its default. An unknown
     /// method name (the CLI's parser refuses it before) is the user's error.
     pub fn pass_options(&self) -> Result<nnac_passes::PassOptions, Error> {
-        let calib_method =
-            nnac_passes::CalibMethod::from_name(&self.calib_method).ok_or_else(|| {
-                Error::user(format!(
-                    "unknown calibration method '{}' (one of {})",
-                    self.calib_method,
-                    nnac_passes::CalibMethod::ALL
-                        .map(nnac_passes::CalibMethod::name)
-                        .join(", ")
-                ))
-            })?;
-        let weight_rounding = nnac_passes::WeightRounding::from_name(&self.weight_rounding)
-            .ok_or_else(|| {
-                Error::user(format!(
-                    "unknown weight rounding '{}' (one of {})",
-                    self.weight_rounding,
-                    nnac_passes::WeightRounding::ALL
-                        .map(nnac_passes::WeightRounding::name)
-                        .join(", ")
-                ))
-            })?;
-        let requant = nnac_passes::RequantRule::from_name(&self.requant).ok_or_else(|| {
-            Error::user(format!(
-                "unknown requantization '{}' (one of {})",
-                self.requant,
-                nnac_passes::RequantRule::ALL
-                    .map(nnac_passes::RequantRule::name)
-                    .join(", ")
-            ))
-        })?;
+        use nnac_passes::{CalibMethod, RequantRule, WeightRounding};
+        let calib_method = by_name(
+            &self.calib_method,
+            "calibration method",
+            &CalibMethod::ALL,
+            CalibMethod::name,
+        )?;
+        let weight_rounding = by_name(
+            &self.weight_rounding,
+            "weight rounding",
+            &WeightRounding::ALL,
+            WeightRounding::name,
+        )?;
+        let requant = by_name(
+            &self.requant,
+            "requantization",
+            &RequantRule::ALL,
+            RequantRule::name,
+        )?;
         Ok(nnac_passes::PassOptions {
             calib_method,
             percentile: self.percentile,
@@ -219,4 +209,24 @@ impl QuantArgs {
             ..nnac_passes::PassOptions::default()
         })
     }
+}
+
+/// The option value `value` as one of `all` by its name, else the user's error naming
+/// `what` and the choices.
+fn by_name<T: Copy>(
+    value: &str,
+    what: &str,
+    all: &[T],
+    name: fn(T) -> &'static str,
+) -> Result<T, Error> {
+    all.iter()
+        .copied()
+        .find(|&t| name(t) == value)
+        .ok_or_else(|| {
+            let choices: Vec<&str> = all.iter().map(|&t| name(t)).collect();
+            Error::user(format!(
+                "unknown {what} '{value}' (one of {})",
+                choices.join(", ")
+            ))
+        })
 }

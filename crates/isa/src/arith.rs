@@ -68,6 +68,15 @@ pub fn code_value(byte: u8, signed: bool) -> i32 {
     }
 }
 
+/// The last step of FUSED_RELU_F, and of FUSED_RELU by `1 >> 0` after F2I / F2IE:
+/// `min(max(y + zero_point, lo), hi)`, exact, as FUSED_RELU clamps (`lo > hi` gives
+/// `hi`, no panic on any encoding).
+pub fn add_zero_point(y: i32, zero_point: i32, lo: i32, hi: i32) -> i32 {
+    (i64::from(y) + i64::from(zero_point))
+        .max(i64::from(lo))
+        .min(i64::from(hi)) as i32
+}
+
 /// Clamps to the int32 range.
 #[inline]
 pub fn sat_i32(v: i128) -> i32 {

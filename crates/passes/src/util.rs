@@ -37,6 +37,23 @@ pub fn reshape_transpose_reshape(g: &Graph, r2: NodeId) -> Option<ReshapeTranspo
     })
 }
 
+/// Whether a pre-quantized file rounds a value strictly between `x` and `last` (the
+/// gate of a hard-swish or SiLU, `x + 3`, the product before the division): the
+/// file's roundings stay, so such a pattern keeps its ops (`PassCtx::file_rounds`).
+pub fn rounds_inside(g: &Graph, ctx: &crate::PassCtx, x: Value, last: NodeId) -> bool {
+    let mut stack = g.node_inputs(last);
+    while let Some(v) = stack.pop() {
+        if v == x || matches!(g.node(v.node).op, Op::Constant(_)) {
+            continue;
+        }
+        if ctx.file_rounds(&g.node(v.node).name) {
+            return true;
+        }
+        stack.extend(g.node_inputs(v.node));
+    }
+    false
+}
+
 /// The only consumer of `v`, if it has exactly one and is not a graph output.
 pub fn single_user(g: &Graph, v: Value) -> Option<NodeId> {
     match g.users(v).as_slice() {

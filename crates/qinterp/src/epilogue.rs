@@ -35,8 +35,7 @@ pub fn apply(rq: &Requant, act: Option<&FusedAct>, v: i32, c: usize) -> i32 {
                 None => x,
             };
             // FUSED_RELU by 1 >> 0: the zero point added exactly, then the clamp.
-            let y = i64::from(f2i(canon(a * inv_out_scale))) + i64::from(*zero_point);
-            y.clamp(i64::from(*lo), i64::from(*hi)) as i32
+            arith::add_zero_point(f2i(canon(a * inv_out_scale)), *zero_point, *lo, *hi)
         }
         Requant::Even {
             scale,
@@ -58,9 +57,7 @@ pub fn apply(rq: &Requant, act: Option<&FusedAct>, v: i32, c: usize) -> i32 {
             let a = i2f(da.wrapping_add(*code_a));
             let b = i2f(db.wrapping_add(*code_b));
             let u = canon(a.mul_add(*ratio_a, canon(b.mul_add(*ratio_b, *fixed))));
-            // FUSED_RELU by 1 >> 0: the zero point added exactly, then the clamp.
-            let y = i64::from(f2i_even(u)) + i64::from(*offset);
-            y.max(i64::from(*lo)).min(i64::from(*hi)) as i32
+            arith::add_zero_point(f2i_even(u), *offset, *lo, *hi)
         }
     }
 }

@@ -62,8 +62,7 @@ pub fn f2i_even(x: f32) -> i32 {
 /// product rounded once to fp32 (ONNX Runtime's `MlasRequantizeOutput`); like
 /// FUSED_RELU, `lo > hi` gives `hi` (no panic on any encoding).
 pub fn requant_even(src: i32, scale: f32, zero_point: i32, lo: i32, hi: i32) -> i32 {
-    let y = i64::from(f2i_even(canon(i2f(src) * scale))) + i64::from(zero_point);
-    y.max(i64::from(lo)).min(i64::from(hi)) as i32
+    crate::arith::add_zero_point(f2i_even(canon(i2f(src) * scale)), zero_point, lo, hi)
 }
 
 /// int32 to fp32, round to nearest even.

@@ -4,7 +4,7 @@
 //! - `Div(Mul(x, Clip[0,6](Add(x, 3))), 6)` (or `Mul(.., 1/6)`), either Mul operand order;
 //! - `Mul(x, HardSigmoid{alpha = 1/6, beta = 0.5}(x))`.
 
-use crate::util::{const_f32, single_user};
+use crate::util::{const_f32, rounds_inside, single_user};
 use crate::{PassCtx, PassError};
 use nnac_ir::{Activation, BinaryOp, Graph, NodeId, Op, Value};
 
@@ -29,23 +29,6 @@ pub fn fold_hardswish(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError>
     }
     g.remove_dead();
     Ok(())
-}
-
-/// Whether a pre-quantized file rounds a value strictly between `x` and `last` (the
-/// gate, `x + 3`, the product before the division): the file's roundings stay, so
-/// such a pattern keeps its ops (`PassCtx::file_rounds`).
-pub(crate) fn rounds_inside(g: &Graph, ctx: &PassCtx, x: Value, last: NodeId) -> bool {
-    let mut stack = g.node_inputs(last);
-    while let Some(v) = stack.pop() {
-        if v == x || matches!(g.node(v.node).op, Op::Constant(_)) {
-            continue;
-        }
-        if ctx.file_rounds(&g.node(v.node).name) {
-            return true;
-        }
-        stack.extend(g.node_inputs(v.node));
-    }
-    false
 }
 
 fn scalar(g: &Graph, v: Value) -> Option<f32> {

@@ -28,7 +28,7 @@ pub fn fold_silu(g: &mut Graph, ctx: &mut PassCtx) -> Result<(), PassError> {
         let Some(x) = x else {
             continue;
         };
-        if super::fold_hardswish::rounds_inside(g, ctx, x, id) {
+        if crate::util::rounds_inside(g, ctx, x, id) {
             continue;
         }
         g.set_node_inputs(id, &[x]);
