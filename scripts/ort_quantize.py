@@ -9,7 +9,7 @@ CALIB.npy and TEST.npy hold N stacked frames (N x 1 x C x H x W float32, as writ
 by scripts/make_ocr_crops.py). The model's input is fixed to the frame shape, then
 quantized with onnxruntime.quantization.quantize_static: QDQ format, per-channel
 int8 weights, uint8 activations, a CalibrationDataReader over CALIB.npy and the
-calibration method given (percentile: the same 99.99 nnac uses by default). Both the
+calibration method given (percentile: 99.99, nnac's default method until 2026-11-28). Both the
 float and the int8 model run on every TEST frame; OUT_DIR receives float.npy and
 int8.npy (the first output, stacked) and the line printed on stdout is JSON:
 {"method": ..., "max_abs_diff": ..., then for a classifier (output N x classes)

@@ -14,7 +14,9 @@ hard NMS at IoU 0.5, boxes scaled back to the page.
     recall FLOAT_DIR INT8_DIR IMAGE    share of float's boxes with score > 0.5 that the
                                        int8 outputs find (same class, IoU >= 0.8); exit 1
                                        below --min (default 0.9)
-    draw OUTDIR IMAGE OUT.png          the page with the boxes drawn
+    draw OUTDIR IMAGE OUT.png [--score S]
+                                       the page with the boxes of score > S drawn
+                                       (default 0.4: the int8 boxes recall matches)
 
 OUTDIR holds one .npy per model output, named after the output (`nnac eval`, `nnac run`).
 """
@@ -126,9 +128,9 @@ def recall(ref: list[dict], got: list[dict], min_score: float = 0.5, min_iou: fl
     return hit, len(want)
 
 
-def draw(outdir: Path, image: Path, out: Path) -> int:
+def draw(outdir: Path, image: Path, out: Path, score_thr: float = 0.4) -> int:
     img = load_bgr(image)
-    boxes = decode(outdir, img.shape[:2], 0.5)
+    boxes = decode(outdir, img.shape[:2], score_thr)
     for f in boxes:
         x1, y1, x2, y2 = (int(round(v)) for v in f["box"])
         color = COLORS[LABELS.index(f["class"])]
@@ -159,6 +161,7 @@ def main() -> int:
     p.add_argument("outdir", type=Path)
     p.add_argument("image", type=Path)
     p.add_argument("out", type=Path)
+    p.add_argument("--score", type=float, default=0.4)
     a = ap.parse_args()
     if a.cmd == "prep":
         prep(a.image, a.out)
@@ -174,7 +177,7 @@ def main() -> int:
               f"(same class, IoU >= 0.8): {share:.3f}")
         return 0 if n > 0 and share >= a.min else 1
     else:
-        n = draw(a.outdir, a.image, a.out)
+        n = draw(a.outdir, a.image, a.out, a.score)
         print(f"picodet_boxes: {n} boxes drawn into {a.out}")
     return 0
 

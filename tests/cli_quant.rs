@@ -151,7 +151,9 @@ fn inspect_with_calibration_shows_the_quantization_table() {
     let s = ok(&on_model("inspect", &["--calib", calib.to_str().unwrap()]));
     assert!(s.contains("// graph "), "{s}");
     assert!(
-        s.contains("2 calibration frame(s), method percentile, weights nearest"),
+        s.contains(
+            "2 calibration frame(s), method mse, weights nearest, bias correction on 11 dot layers"
+        ),
         "{s}"
     );
     assert!(s.contains("SQNR dB") && s.contains("acc bound"), "{s}");
@@ -164,7 +166,7 @@ fn inspect_with_calibration_shows_the_quantization_table() {
             "gptq",
         ],
     ));
-    assert!(g.contains("method percentile, weights gptq"), "{g}");
+    assert!(g.contains("method mse, weights gptq"), "{g}");
     assert!(s.contains("nna.conv"), "{s}");
     assert!(
         s.contains("// accumulator overflows in the reference run: 0"),
@@ -201,10 +203,14 @@ fn compile_progress_is_hidden_when_stderr_is_not_a_terminal() {
     assert!(!err.contains('\r'), "{err}");
 }
 
-/// `--bias-correction`, `--percentile`, `--calib-method mse` and `--weight-rounding
-/// gptq` reach the compiler and `eval --quantized`, each on its own: the program compiled with one of them
-/// differs from the default options' program and its output, and runs on the
-/// simulator bit-exactly like `eval --quantized` with the same option.
+/// `--bias-correction=off`, `--bias-correction` (all dot products), `--calib-method
+/// percentile` (with and without `--percentile`), `--calib-method minmax` and
+/// `--weight-rounding gptq` reach the compiler and `eval --quantized`, each on its
+/// own: the program compiled with one of them differs from the default options'
+/// program (MSE ranges, bias correction of the depthwise convolutions) and every
+/// other one, its output from the default's, and it runs on the simulator
+/// bit-exactly like `eval --quantized` with the same option;
+/// `--bias-correction=depthwise` is the default.
 #[test]
 fn bias_correction_and_percentile_options_run_bit_exact_on_the_simulator() {
     let tmp = tempdir("cli-quant-bias-correction");
@@ -216,9 +222,14 @@ fn bias_correction_and_percentile_options_run_bit_exact_on_the_simulator() {
     let mut runs = Vec::new();
     for (tag, extra) in [
         ("plain", &[][..]),
-        ("percentile", &["--percentile", "99.9"][..]),
-        ("bc", &["--bias-correction"][..]),
-        ("mse", &["--calib-method", "mse"][..]),
+        ("no-bc", &["--bias-correction=off"][..]),
+        ("bc-all", &["--bias-correction"][..]),
+        ("percentile", &["--calib-method", "percentile"][..]),
+        (
+            "percentile-99.9",
+            &["--calib-method", "percentile", "--percentile", "99.9"][..],
+        ),
+        ("minmax", &["--calib-method", "minmax"][..]),
         ("gptq", &["--weight-rounding", "gptq"][..]),
     ] {
         let prog = d.join(format!("{tag}.nnab"));
@@ -259,7 +270,13 @@ fn bias_correction_and_percentile_options_run_bit_exact_on_the_simulator() {
         runs.push((tag, std::fs::read(&prog).unwrap(), e));
     }
     let (_, plain_prog, plain_out) = &runs[0];
+    let mut distinct: Vec<&Vec<u8>> = vec![plain_prog];
     for (tag, prog, out) in &runs[1..] {
+        assert!(
+            !distinct.contains(&prog),
+            "{tag}: the program equals another option's"
+        );
+        distinct.push(prog);
         assert_ne!(
             prog, plain_prog,
             "{tag}: the option did not change the program"
@@ -270,6 +287,24 @@ fn bias_correction_and_percentile_options_run_bit_exact_on_the_simulator() {
             "{tag}: the option did not change eval's output"
         );
     }
+    let back = d.join("back.nnab");
+    ok(&on_model(
+        "compile",
+        &[
+            "--calib",
+            calib.to_str().unwrap(),
+            "--bias-correction=off",
+            "--bias-correction=depthwise",
+            "-q",
+            "-o",
+            back.to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(
+        &std::fs::read(&back).unwrap(),
+        plain_prog,
+        "--bias-correction=depthwise (the last one given) is the default"
+    );
     let o = on_model(
         "compile",
         &["--calib", calib.to_str().unwrap(), "--percentile", "0"],

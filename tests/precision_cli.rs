@@ -223,8 +223,16 @@ fn float_layers_run_on_the_host_bit_exact_with_the_quantized_reference() {
 #[test]
 fn float_layers_bring_the_output_closer_to_float() {
     let d = data("float_gain");
-    let base = output_sqnr(&analysis(&d, &[]));
-    let hybrid = analysis(&d, &["--float-layers", "res_a,res_b"]);
+    // Plain rounding: bias correction fits the int8 layers' mean error on the
+    // calibration frames (with `--bias-correction`, this small net's int8 output is
+    // closer to float than with res_a and res_b in float: 47.3 against 46.4 dB on the
+    // test frames), and the comparison would measure the correction, not the float
+    // layers.
+    let base = output_sqnr(&analysis(&d, &["--bias-correction=off"]));
+    let hybrid = analysis(
+        &d,
+        &["--bias-correction=off", "--float-layers", "res_a,res_b"],
+    );
     let some = output_sqnr(&hybrid);
     // res_a's value stays float32 (only res_b, a float layer, reads it): still measured.
     for l in ["res_a", "res_b"] {
@@ -233,7 +241,11 @@ fn float_layers_bring_the_output_closer_to_float() {
     }
     let all = output_sqnr(&analysis(
         &d,
-        &["--float-layers", "conv1,res_a,res_b,res_add,conv2,gap,fc"],
+        &[
+            "--bias-correction=off",
+            "--float-layers",
+            "conv1,res_a,res_b,res_add,conv2,gap,fc",
+        ],
     ));
     assert!(some > base, "two float layers: {some} dB, none: {base} dB");
     assert!(all > base + 3.0, "all float: {all} dB, none: {base} dB");

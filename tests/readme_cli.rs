@@ -33,7 +33,7 @@ fn long_options(sub: &str) -> Vec<String> {
         .filter(|w| w.starts_with("--") && w.len() > 2)
         .map(|w| {
             w.trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
-                .split(['=', '<', '`'])
+                .split(['=', '<', '`', '['])
                 .next()
                 .unwrap()
                 .to_string()

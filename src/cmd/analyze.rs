@@ -63,7 +63,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         source_model: args.model.model.display().to_string(),
         ..CompileOptions::default()
     };
-    let analysis = nnac_driver::analyze::analyze(&graph, &calib.frames, &frames, &hw, &opts)?;
+    let analysis = nnac_driver::analyze::analyze(&graph, &calib, &frames, &hw, &opts)?;
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&analysis)
             .map_err(|e| CliError::internal("serializing the analysis", e.to_string()))?;

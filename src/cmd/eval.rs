@@ -56,7 +56,7 @@ fn runner(graph: Graph, args: &Args) -> Result<Runner, CliError> {
     if let Some(w) = calib.warning() {
         eprintln!("{w}");
     }
-    Runner::quantized(graph, &calib.frames, &args.quant)
+    Runner::quantized(graph, &calib, &args.quant)
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {

@@ -4,6 +4,7 @@
 //! layers that analysis on the calibration frames ranks most sensitive in float32 on
 //! the host, beside those `--float-layers` names.
 
+use crate::calib::Calibration;
 use crate::error::Error;
 use crate::options::{backend_options, from_partition, pass_options, CompileOptions};
 use nnac_ir::Graph;
@@ -13,23 +14,24 @@ use nnac_passes::analysis::Analysis;
 use nnac_passes::Frame;
 use std::collections::BTreeMap;
 
-/// The partitioned compile of `graph` with `opts`: with `--auto-float N`, the N most
-/// sensitive layers (ranked on `frames`, the calibration frames) join the float
-/// layers first. `keep_reference` keeps the float graph for an analysis.
+/// The partitioned compile of `graph` with `opts`, calibrated on `calib`: with
+/// `--auto-float N`, the N most sensitive layers (ranked on the calibration frames)
+/// join the float layers first. `keep_reference` keeps the float graph for an
+/// analysis.
 pub fn partition(
     graph: &Graph,
-    frames: &[Frame],
+    calib: &Calibration,
     hw: &HwConfig,
     opts: &CompileOptions,
     keep_reference: bool,
     on_round: &dyn Fn(usize, &BTreeMap<String, String>),
 ) -> Result<Partitioned, Error> {
-    let mut pass_opts = nnac_passes::PassOptions {
+    let mut pass_opts = calib.pass_options(nnac_passes::PassOptions {
         keep_reference,
         ..pass_options(opts)?
-    };
+    });
     if let Some(n) = opts.quant.auto_float.filter(|&n| n > 0) {
-        let picks = most_sensitive(graph, frames, hw, opts, n)?;
+        let picks = most_sensitive(graph, calib, hw, opts, n)?;
         for (k, name) in picks.into_iter().enumerate() {
             pass_opts.float_layers.entry(name).or_insert_with(|| {
                 format!(
@@ -41,7 +43,7 @@ pub fn partition(
     }
     nnac_partition::compile_and_lower(
         graph,
-        frames,
+        &calib.frames,
         &pass_opts,
         hw,
         &backend_options(opts)?,
@@ -54,12 +56,12 @@ pub fn partition(
 /// leaving out those already in float.
 fn most_sensitive(
     graph: &Graph,
-    frames: &[Frame],
+    calib: &Calibration,
     hw: &HwConfig,
     opts: &CompileOptions,
     n: usize,
 ) -> Result<Vec<String>, Error> {
-    if frames.is_empty() {
+    if calib.frames.is_empty() {
         return Err(Error::user(
             "--auto-float ranks the layers on the calibration frames: give --calib \
              (a pre-quantized model compiles without them, but cannot be ranked)",
@@ -72,8 +74,8 @@ fn most_sensitive(
         ..opts.clone()
     };
     first.quant.auto_float = None;
-    let parted = partition(graph, frames, hw, &first, true, &|_, _| {})?;
-    let a = analysis_of(&parted, frames)?;
+    let parted = partition(graph, calib, hw, &first, true, &|_, _| {})?;
+    let a = analysis_of(&parted, &calib.frames)?;
     Ok(a.ranking.into_iter().take(n).collect())
 }
 
@@ -92,7 +94,7 @@ fn analysis_of(parted: &Partitioned, frames: &[Frame]) -> Result<Analysis, Error
 /// layer on `frames` (the user's inputs).
 pub fn analyze(
     graph: &Graph,
-    calib: &[Frame],
+    calib: &Calibration,
     frames: &[Frame],
     hw: &HwConfig,
     opts: &CompileOptions,

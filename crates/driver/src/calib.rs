@@ -5,9 +5,45 @@
 use crate::error::Error;
 use crate::frames::{load_frames, split_frames, Preprocess};
 use nnac_ir::{Graph, Tensor, TensorType};
-use nnac_passes::Frame;
+use nnac_passes::{BiasScope, Frame, PassOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// Calibration frames and, when they are synthetic, the note that says so.
+pub struct Calibration {
+    pub frames: Vec<Frame>,
+    /// `Some(description)` when no calibration data was given and the frames were
+    /// made up ([`crate::synthetic`]); the program's metadata records it.
+    pub synthetic: Option<String>,
+}
+
+impl Calibration {
+    /// Frames given by the user (or none, for a pre-quantized model).
+    pub fn real(frames: Vec<Frame>) -> Self {
+        Calibration {
+            frames,
+            synthetic: None,
+        }
+    }
+
+    /// The pass options `opts` as these frames allow: bias correction measures the
+    /// mean int8 error on the calibration frames, which on synthetic frames would
+    /// fit the noise they are made of, so it runs on real frames only.
+    pub fn pass_options(&self, opts: PassOptions) -> PassOptions {
+        match self.synthetic {
+            None => opts,
+            Some(_) => PassOptions {
+                bias_correction: BiasScope::Off,
+                ..opts
+            },
+        }
+    }
+
+    /// The synthetic-calibration warning to print, if the frames are synthetic.
+    pub fn warning(&self) -> Option<String> {
+        self.synthetic.as_deref().map(crate::synthetic::warning)
+    }
+}
 
 /// Where one input's calibration frames come from.
 #[derive(Clone, Debug)]
@@ -141,4 +177,30 @@ pub fn calib_frames(
                 .collect()
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bias correction, on by default, runs on real frames only: on synthetic ones it
+    /// would fit their noise.
+    #[test]
+    fn bias_correction_needs_real_frames() {
+        let default = PassOptions::default();
+        assert_eq!(default.bias_correction, BiasScope::Depthwise);
+        let real = Calibration::real(Vec::new());
+        let synthetic = Calibration {
+            frames: Vec::new(),
+            synthetic: Some("made up".into()),
+        };
+        for scope in BiasScope::ALL {
+            let opts = PassOptions {
+                bias_correction: scope,
+                ..default.clone()
+            };
+            assert_eq!(real.pass_options(opts.clone()).bias_correction, scope);
+            assert_eq!(synthetic.pass_options(opts).bias_correction, BiasScope::Off);
+        }
+    }
 }

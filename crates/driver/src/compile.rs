@@ -3,6 +3,7 @@
 //! partitioning between NNA and host (`nnac_partition`), and encoding. `nnac compile`
 //! times and prints between the stages; [`compile`] runs them all for `nnac.compile`.
 
+pub use crate::calib::Calibration;
 use crate::calib::{calib_frames, CalibSpec};
 use crate::error::Error;
 use crate::frames::Preprocess;
@@ -13,7 +14,7 @@ pub use crate::options::{
 };
 use nnac_backend_nna::BackendReport;
 use nnac_isa::{HwConfig, MetaNote, Program};
-use nnac_passes::{Compiled, DumpSpec, Frame};
+use nnac_passes::{Compiled, DumpSpec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -23,14 +24,6 @@ pub fn load_hw(path: Option<&Path>) -> Result<HwConfig, Error> {
         None => Ok(HwConfig::fsd()),
         Some(p) => HwConfig::from_toml_file(p).map_err(|e| Error::user(e.to_string())),
     }
-}
-
-/// Calibration frames and, when they are synthetic, the note that says so.
-pub struct Calibration {
-    pub frames: Vec<Frame>,
-    /// `Some(description)` when no calibration data was given and the frames were
-    /// made up ([`crate::synthetic`]); the program's metadata records it.
-    pub synthetic: Option<String>,
 }
 
 /// The frames `specs` give; without any, none for a pre-quantized model (the file's
@@ -58,13 +51,6 @@ pub fn calibration(
         frames: calib_frames(specs, pre, graph)?,
         synthetic: None,
     })
-}
-
-impl Calibration {
-    /// The synthetic-calibration warning to print, if the frames are synthetic.
-    pub fn warning(&self) -> Option<String> {
-        self.synthetic.as_deref().map(crate::synthetic::warning)
-    }
 }
 
 /// [`calibration`] of the CLI's `--calib [INPUT=]PATH` arguments.
@@ -127,7 +113,7 @@ pub fn compile_and_lower(
     opts: &CompileOptions,
     on_round: &dyn Fn(usize, &BTreeMap<String, String>),
 ) -> Result<Lowered, Error> {
-    let parted = crate::analyze::partition(graph, &calib.frames, hw, opts, false, on_round)?;
+    let parted = crate::analyze::partition(graph, calib, hw, opts, false, on_round)?;
     let (mut program, backend) = parted.lowered.map_err(from_partition)?;
     let host = host_op_lines(&program, &parted.compiled.report);
     if opts.host_ops == HostOps::Deny && !host.is_empty() {

@@ -5,6 +5,7 @@
 //! it are reused for every frame) and every output is stacked the same way (the files
 //! they go to: `outputs.rs`).
 
+use crate::calib::Calibration;
 use crate::error::Error;
 use crate::model::QuantArgs;
 use crate::options::CompileOptions;
@@ -12,7 +13,7 @@ use nnac_interp::npy::read_npy;
 use nnac_interp::run_float;
 use nnac_ir::{Graph, Tensor, TensorData, TensorType};
 use nnac_isa::HwConfig;
-use nnac_passes::{run_quantized, Frame};
+use nnac_passes::run_quantized;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -23,19 +24,23 @@ pub enum Runner {
 }
 
 impl Runner {
-    /// Folds, fuses, calibrates on `frames` and quantizes as `compile` does, with the
+    /// Folds, fuses, calibrates on `calib` and quantizes as `compile` does, with the
     /// same ops on the host (partitioned for the FSD NNA), so that `nnac run` of the
     /// program is bit-exact with this interpreter (no accuracy report: only the
     /// quantized graph is used). A graph that then fails to lower for another reason
     /// (SRAM, encoding) still runs here: `compile` reports that error.
-    pub fn quantized(graph: Graph, frames: &[Frame], quant: &QuantArgs) -> Result<Runner, Error> {
+    pub fn quantized(
+        graph: Graph,
+        calib: &Calibration,
+        quant: &QuantArgs,
+    ) -> Result<Runner, Error> {
         let opts = CompileOptions {
             quant: quant.clone(),
             measure: false,
             ..CompileOptions::default()
         };
         let parted =
-            crate::analyze::partition(&graph, frames, &HwConfig::fsd(), &opts, false, &|_, _| {})?;
+            crate::analyze::partition(&graph, calib, &HwConfig::fsd(), &opts, false, &|_, _| {})?;
         Ok(Runner::Quantized(parted.compiled.graph))
     }
 

@@ -119,16 +119,20 @@ mod tests {
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct QuantArgs {
-    /// How activation ranges are chosen from calibration statistics.
-    #[cfg_attr(feature = "cli", arg( long, default_value = "percentile", value_parser = clap::builder::PossibleValuesParser::new( nnac_passes::CalibMethod::ALL.map(nnac_passes::CalibMethod::name) ) ))]
+    /// How activation ranges are chosen from calibration statistics: `mse` (the
+    /// default) clips each tensor where the expected quantization error is least.
+    #[cfg_attr(feature = "cli", arg( long, default_value = "mse", value_parser = clap::builder::PossibleValuesParser::new( nnac_passes::CalibMethod::ALL.map(nnac_passes::CalibMethod::name) ) ))]
     pub calib_method: String,
     /// Percentile of |x| the `percentile` method clips at (0 < P <= 100).
     #[cfg_attr(feature = "cli", arg(long, default_value_t = 99.99, value_name = "P"))]
     pub percentile: f32,
-    /// Empirical bias correction: subtract from every dot product's bias the mean
-    /// error of its int8 pre-activation against float on the calibration frames.
-    #[cfg_attr(feature = "cli", arg(long))]
-    pub bias_correction: bool,
+    /// Empirical bias correction: subtract from a dot product's bias the mean error
+    /// of its int8 pre-activation against float on the calibration frames, for
+    /// `depthwise` convolutions (the default), `all` dot products (the bare flag) or
+    /// none (`off`). Never on synthetic calibration frames or on a model that carries
+    /// its own quantization.
+    #[cfg_attr(feature = "cli", arg( long, value_name = "SCOPE", default_value = "depthwise", num_args = 0..=1, overrides_with = "bias_correction", require_equals = true, default_missing_value = "all", value_parser = clap::builder::PossibleValuesParser::new( nnac_passes::BiasScope::ALL.map(nnac_passes::BiasScope::name) ) ))]
+    pub bias_correction: String,
     /// How weights become int8 codes: `nearest` rounds each weight at its channel's
     /// scale; `gptq` picks the codes that minimise the error of each layer's output on
     /// the calibration frames (GPTQ, docs/QUANTIZATION.md).
@@ -156,14 +160,14 @@ pub struct QuantArgs {
 }
 
 impl Default for QuantArgs {
-    /// The pass pipeline's defaults (the CLI's): percentile 99.99, no bias
-    /// correction, nearest rounding.
+    /// The pass pipeline's defaults (the CLI's): MSE-chosen ranges, bias correction
+    /// of depthwise convolutions, nearest rounding.
     fn default() -> Self {
         let d = nnac_passes::PassOptions::default();
         QuantArgs {
             calib_method: d.calib_method.name().to_string(),
             percentile: d.percentile,
-            bias_correction: d.bias_correction,
+            bias_correction: d.bias_correction.name().to_string(),
             weight_rounding: d.weight_rounding.name().to_string(),
             requant: d.requant.name().to_string(),
             float_layers: Vec::new(),
@@ -176,7 +180,7 @@ impl QuantArgs {
     /// The pass options these flags set; everything else at its default. An unknown
     /// method name (the CLI's parser refuses it before) is the user's error.
     pub fn pass_options(&self) -> Result<nnac_passes::PassOptions, Error> {
-        use nnac_passes::{CalibMethod, RequantRule, WeightRounding};
+        use nnac_passes::{BiasScope, CalibMethod, RequantRule, WeightRounding};
         let calib_method = by_name(
             &self.calib_method,
             "calibration method",
@@ -189,6 +193,12 @@ impl QuantArgs {
             &WeightRounding::ALL,
             WeightRounding::name,
         )?;
+        let bias_correction = by_name(
+            &self.bias_correction,
+            "bias correction",
+            &BiasScope::ALL,
+            BiasScope::name,
+        )?;
         let requant = by_name(
             &self.requant,
             "requantization",
@@ -198,7 +208,7 @@ impl QuantArgs {
         Ok(nnac_passes::PassOptions {
             calib_method,
             percentile: self.percentile,
-            bias_correction: self.bias_correction,
+            bias_correction,
             weight_rounding,
             requant,
             float_layers: self

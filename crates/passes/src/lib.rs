@@ -32,8 +32,8 @@ pub use float_eval::Frame;
 pub use host::float_layers::FLOAT_LAYER_REASON;
 pub use nnac_qinterp::{run_quantized, run_quantized_observed, run_quantized_raw, QTrace};
 pub use options::{
-    CalibMethod, CalibStats, DumpSpec, PassOptions, Progress, ProgressEvent, RequantRule,
-    WeightRounding,
+    BiasScope, CalibMethod, CalibStats, DumpSpec, PassOptions, Progress, ProgressEvent,
+    RequantRule, WeightRounding,
 };
 pub use pipeline::{
     compile_graph, run_passes, stage_names, Compiled, Pass, FLOAT_PASSES, FUSION_PASSES,

@@ -100,6 +100,37 @@ impl WeightRounding {
     }
 }
 
+/// Which dot products empirical bias correction corrects (`quant::bias_correct`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BiasScope {
+    /// None.
+    Off,
+    /// Depthwise convolutions (one input channel per output channel): each output
+    /// sums a few products (9 for a 3x3 kernel), so the rounding errors of their
+    /// weights and of the activations' clipping do not average out and shift the
+    /// mean (Nagel et al., "Data-Free Quantization", 4.2). The default.
+    Depthwise,
+    /// Every dot product with constant weights.
+    All,
+}
+
+impl BiasScope {
+    pub const ALL: [BiasScope; 3] = [BiasScope::Off, BiasScope::Depthwise, BiasScope::All];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BiasScope::Off => "off",
+            BiasScope::Depthwise => "depthwise",
+            BiasScope::All => "all",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<BiasScope> {
+        BiasScope::ALL.into_iter().find(|m| m.name() == s)
+    }
+}
+
 /// How the SIMD epilogues requantize (docs/QUANTIZATION.md, "Requantizing as ONNX
 /// Runtime does").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,9 +174,9 @@ pub struct PassOptions {
     pub calib_method: CalibMethod,
     /// Percentile for [`CalibMethod::Percentile`] (e.g. 99.99).
     pub percentile: f32,
-    /// Empirical bias correction of every dot op on the calibration frames
+    /// Which dot ops empirical bias correction corrects on the calibration frames
     /// (`quant::bias_correct`).
-    pub bias_correction: bool,
+    pub bias_correction: BiasScope,
     /// How weights are rounded to int8.
     pub weight_rounding: WeightRounding,
     /// How the epilogues requantize.
@@ -186,9 +217,9 @@ pub type CalibStats = std::collections::BTreeMap<String, crate::calib::Stats>;
 impl Default for PassOptions {
     fn default() -> Self {
         PassOptions {
-            calib_method: CalibMethod::Percentile,
+            calib_method: CalibMethod::Mse,
             percentile: 99.99,
-            bias_correction: false,
+            bias_correction: BiasScope::Depthwise,
             weight_rounding: WeightRounding::Nearest,
             requant: RequantRule::Fixed,
             verify_each: false,

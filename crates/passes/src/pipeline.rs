@@ -19,7 +19,7 @@ use crate::fuse::{fuse_channel_shuffle, fuse_depth_to_space, fuse_dot, fuse_eltw
 use crate::host::{float_layers, force_host, mark_host};
 use crate::lower::{lower_concat, lower_pools, lower_resize, lower_scale, sink_pool_into_concat};
 use crate::report::{self, HostOpEntry, Report};
-use crate::{quant, PassError, PassOptions, WeightRounding};
+use crate::{quant, BiasScope, PassError, PassOptions, WeightRounding};
 use nnac_ir::Graph;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -149,6 +149,18 @@ struct Runner<'a> {
 }
 
 impl<'a> Runner<'a> {
+    /// Which dot ops bias correction corrects: as asked (depthwise by default), none
+    /// when the model carries its own quantization (a pre-quantized model keeps the
+    /// biases its file gives: they are part of the arithmetic it was exported for,
+    /// e.g. ONNX Runtime's).
+    fn bias_scope(&self) -> BiasScope {
+        if self.ctx.fixed.is_empty() {
+            self.opts.bias_correction
+        } else {
+            BiasScope::Off
+        }
+    }
+
     /// A runner whose context knows the nodes the options send to the host.
     fn new(opts: &'a PassOptions) -> Self {
         Runner {
@@ -212,7 +224,7 @@ impl<'a> Runner<'a> {
             self.opts.progress.as_ref(),
             keep,
             calib::Extras {
-                channel_means: self.opts.bias_correction,
+                channel_means: self.bias_scope() != BiasScope::Off,
                 hessians: self.opts.weight_rounding == WeightRounding::Gptq,
             },
         )?;
@@ -332,8 +344,9 @@ pub fn compile_graph(
         let quantized = quant::quantize(&mut g, &r.ctx, &stats, opts)?;
         let mut layers = quantized.layers;
         rep.quant_source = quantized.source;
-        if opts.bias_correction {
-            let done = quant::bias_correct::correct_biases(&mut g, &stats, calib_frames)?;
+        let scope = r.bias_scope();
+        if scope != BiasScope::Off {
+            let done = quant::bias_correct::correct_biases(&mut g, &stats, calib_frames, scope)?;
             for c in &done {
                 if let Some(a) = layers
                     .iter_mut()

@@ -218,9 +218,13 @@ impl Report {
             ),
             _ => String::new(),
         };
+        let bias = match self.bias_correction.len() {
+            0 => String::new(),
+            n => format!(", bias correction on {n} dot layers"),
+        };
         let _ = writeln!(
             s,
-            "graph {}: {} calibration frame(s), method {}, weights {}{gptq}",
+            "graph {}: {} calibration frame(s), method {}, weights {}{gptq}{bias}",
             self.graph,
             self.calib_frames,
             self.calib_method.map_or("-", |m| m.name()),

@@ -5,7 +5,7 @@
 use crate::convert::{is_path, to_array, to_path, to_py_json, to_tensor, IntoPy};
 use crate::program::{program_arg, Program};
 use crate::UserError;
-use nnac_driver::calib::{calib_frames, graph_inputs, CalibSource, CalibSpec};
+use nnac_driver::calib::{calib_frames, graph_inputs, CalibSource, CalibSpec, Calibration};
 use nnac_driver::compile::{self as stages, CompileOptions};
 use nnac_driver::eval::{feed, frame_count, stack_outputs, Runner};
 use nnac_driver::frames::Preprocess;
@@ -75,7 +75,7 @@ fn calib_specs(calib: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<CalibSpec>> {
 fn quant_args(
     calib_method: &str,
     percentile: f32,
-    bias_correction: bool,
+    bias_correction: &str,
     weight_rounding: &str,
     requant: &str,
     float_layers: Option<Vec<String>>,
@@ -84,7 +84,7 @@ fn quant_args(
     QuantArgs {
         calib_method: calib_method.to_string(),
         percentile,
-        bias_correction,
+        bias_correction: bias_correction.to_string(),
         weight_rounding: weight_rounding.to_string(),
         requant: requant.to_string(),
         float_layers: float_layers.unwrap_or_default(),
@@ -122,7 +122,7 @@ fn preprocess(mean: Option<Vec<f32>>, scale: f32, bgr: bool, resize: Option<Stri
 /// The other keywords are the CLI's options.
 #[pyfunction]
 #[pyo3(signature = (model, *, weights=None, calib=None, input_shapes=None, hw=None,
-    calib_method="percentile", percentile=99.99, bias_correction=false,
+    calib_method="mse", percentile=99.99, bias_correction="depthwise",
     weight_rounding="nearest", requant="fixed", resident_weights="auto", verify_each=false,
     mean=None, scale=1.0, bgr=false, resize=None, dump_ir=None, dump_dir=None,
     quant_report=false, host_ops="allow", float_layers=None, auto_float=None))]
@@ -136,7 +136,7 @@ pub fn compile(
     hw: Option<PathBuf>,
     calib_method: &str,
     percentile: f32,
-    bias_correction: bool,
+    bias_correction: &str,
     weight_rounding: &str,
     requant: &str,
     resident_weights: &str,
@@ -340,7 +340,7 @@ pub fn eval_float<'py>(
 /// --quantized`); outputs dequantized to float32.
 #[pyfunction]
 #[pyo3(signature = (model, feeds, *, calib, weights=None, input_shapes=None,
-    calib_method="percentile", percentile=99.99, bias_correction=false,
+    calib_method="mse", percentile=99.99, bias_correction="depthwise",
     weight_rounding="nearest", requant="fixed", mean=None, scale=1.0, bgr=false, resize=None,
     float_layers=None, auto_float=None))]
 #[allow(clippy::too_many_arguments)]
@@ -353,7 +353,7 @@ pub fn eval_quantized<'py>(
     input_shapes: Option<BTreeMap<String, Vec<usize>>>,
     calib_method: &str,
     percentile: f32,
-    bias_correction: bool,
+    bias_correction: &str,
     weight_rounding: &str,
     requant: &str,
     mean: Option<Vec<f32>>,
@@ -380,7 +380,7 @@ pub fn eval_quantized<'py>(
     let runner = py
         .detach(|| {
             let frames = calib_frames(&specs, &pre, &graph)?;
-            Runner::quantized(graph.clone(), &frames, &quant)
+            Runner::quantized(graph.clone(), &Calibration::real(frames), &quant)
         })
         .py()?;
     run_eval(py, &graph, &runner, &feeds)
@@ -395,7 +395,7 @@ pub fn eval_quantized<'py>(
 /// cosine, SQNR and largest error, and the sensitivity `ranking`.
 #[pyfunction]
 #[pyo3(signature = (model, inputs=None, *, calib=None, weights=None, input_shapes=None,
-    hw=None, calib_method="percentile", percentile=99.99, bias_correction=false,
+    hw=None, calib_method="mse", percentile=99.99, bias_correction="depthwise",
     weight_rounding="nearest", requant="fixed", float_layers=None, auto_float=None, mean=None, scale=1.0,
     bgr=false, resize=None))]
 #[allow(clippy::too_many_arguments)]
@@ -409,7 +409,7 @@ pub fn analyze<'py>(
     hw: Option<PathBuf>,
     calib_method: &str,
     percentile: f32,
-    bias_correction: bool,
+    bias_correction: &str,
     weight_rounding: &str,
     requant: &str,
     float_layers: Option<Vec<String>>,
@@ -446,7 +446,7 @@ pub fn analyze<'py>(
             } else {
                 calib_frames(&inputs, &pre, &graph)?
             };
-            let a = nnac_driver::analyze::analyze(&graph, &calib.frames, &frames, &hw, &opts)?;
+            let a = nnac_driver::analyze::analyze(&graph, &calib, &frames, &hw, &opts)?;
             let json = serde_json::to_value(&a).map_err(|e| {
                 nnac_driver::Error::internal("serializing the analysis", e.to_string())
             })?;

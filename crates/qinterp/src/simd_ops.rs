@@ -18,8 +18,8 @@ fn map_planes<T: Sync>(
     x: &[T],
     f: impl Fn(usize, usize) -> (i32, bool) + Sync,
 ) -> (Vec<i32>, u64) {
-    let inner: usize = shape[2..].iter().product::<usize>().max(1);
-    let channels = shape[1].max(1);
+    let inner = plane_len(shape);
+    let channels = shape.get(1).copied().unwrap_or(1).max(1);
     let mut out = vec![0i32; x.len()];
     let wrapped = out
         .par_chunks_mut(inner)
@@ -36,6 +36,16 @@ fn map_planes<T: Sync>(
         })
         .sum();
     (out, wrapped)
+}
+
+/// Elements of one channel plane of a `[N, C, ...]` tensor (1 for a tensor of rank
+/// 2 or less: a lower-rank ELTWISE is valid IR, and bias correction runs it before the
+/// partitioning moves it to the host).
+fn plane_len(shape: &[usize]) -> usize {
+    shape
+        .get(2..)
+        .map_or(1, |s| s.iter().product::<usize>())
+        .max(1)
 }
 
 /// SCALE: `v = (x - zp_in) * w[c] + b[c]` (int32, wrapping like IMUL / IADD), then the
@@ -92,7 +102,7 @@ pub fn eltwise(
     let per_b = if b.len() == a.len() {
         1
     } else {
-        at.shape[2..].iter().product::<usize>().max(1)
+        plane_len(&at.shape)
     };
     let b_of = |i: usize| b[i / per_b];
     let (codes, wrapped) = map_planes(&at.shape, a, |c, i| {
@@ -103,4 +113,24 @@ pub fn eltwise(
     });
     trace.acc_overflows += wrapped;
     Ok(codes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lower-rank tensor (valid IR for an ELTWISE before partitioning) is one plane
+    /// per element of one channel, never an out-of-range slice.
+    #[test]
+    fn tensors_below_rank_three_map_element_by_element() {
+        assert_eq!(plane_len(&[6]), 1);
+        assert_eq!(plane_len(&[2, 3]), 1);
+        assert_eq!(plane_len(&[1, 3, 4, 5]), 20);
+        let x = [1, 2, 3, 4, 5, 6];
+        let (codes, wrapped) = map_planes(&[6], &x, |c, i| (x[i] * 10 + c as i32, false));
+        assert_eq!(codes, vec![10, 20, 30, 40, 50, 60]);
+        assert_eq!(wrapped, 0);
+        let (codes, _) = map_planes(&[2, 3], &x, |c, i| (x[i] + 100 * c as i32, false));
+        assert_eq!(codes, vec![1, 102, 203, 4, 105, 206]);
+    }
 }

@@ -17,6 +17,13 @@
 //!
 //! A channel whose corrected bias would break its 30-bit accumulator bound keeps
 //! its bias.
+//!
+//! Which dot ops: [`BiasScope`] (`--bias-correction`): depthwise convolutions by
+//! default (few products per output, so rounding errors do not average out; on dense
+//! layers the measured means mostly fit the calibration frames), or all. Never the
+//! pooling convolutions (every weight the same code: exact averages). The walk stops
+//! at the first node the quantized interpreter refuses as the NNA would (a batch of
+//! two frames): the partitioning moves such a node to the host and compiles again.
 
 use super::acc_bound::{abs_sum, bound_of_abs_sum, ACC_LIMIT};
 use super::dot::{bias_node, layout_op};
@@ -24,8 +31,8 @@ use super::input_code_max;
 use crate::calib::Stats;
 use crate::channels::WeightChannels;
 use crate::float_eval::Frame;
-use crate::PassError;
-use nnac_ir::{Graph, NnaOp, NodeId, Op, Quant, TensorData, Value};
+use crate::{BiasScope, PassError};
+use nnac_ir::{DotKind, Graph, NnaOp, NodeId, Op, Quant, TensorData, Value};
 use nnac_qinterp::{self as qinterp, dot::Accumulators, QTrace, QVal, Walk};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -43,13 +50,18 @@ pub struct BiasCorrection {
     pub acc_bound: i64,
 }
 
-/// Corrects the bias of every dot op of the quantized graph `g` on `frames`; `stats`
-/// are the float calibration statistics (with channel sums).
+/// Corrects the bias of the dot ops of the quantized graph `g` that `scope` names, on
+/// `frames`; `stats` are the float calibration statistics (with channel sums).
 pub fn correct_biases(
     g: &mut Graph,
     stats: &BTreeMap<String, Stats>,
     frames: &[Frame],
+    scope: BiasScope,
 ) -> Result<Vec<BiasCorrection>, PassError> {
+    // Nothing in scope (e.g. no depthwise layer): no quantized run at all.
+    if !g.node_ids().into_iter().any(|id| in_scope(g, id, scope)) {
+        return Ok(Vec::new());
+    }
     let mut walk = Walk::new(g)?;
     let mut vals: Vec<BTreeMap<NodeId, QVal>> = vec![BTreeMap::new(); frames.len()];
     let mut done = Vec::new();
@@ -60,16 +72,31 @@ pub fn correct_biases(
         // The inputs the node reads (a corrected dot op reads its old bias).
         let ins = g.node_inputs(id);
         let outs: Vec<QVal> = if let Op::Nna(NnaOp::Dot(_)) = g.node(id).op {
-            let (c, outs) = correct_and_run_dot(g, id, stats, &vals)?;
-            done.extend(c);
-            outs
+            match correct_and_run_dot(g, id, stats, &vals, scope) {
+                Ok((c, outs)) => {
+                    done.extend(c);
+                    outs
+                }
+                // A node the NNA cannot run (e.g. a batch of two frames): the
+                // partitioning moves it to the host and compiles again; until then
+                // the layers after it keep their biases.
+                Err(Stop::Refused) => break,
+                Err(Stop::Failed(e)) => return Err(e),
+            }
         } else {
             let g: &Graph = g;
-            frames
+            match frames
                 .par_iter()
                 .zip(vals.par_iter())
                 .map(|(f, v)| qinterp::eval_node(g, id, f, v, &mut QTrace::default()))
-                .collect::<Result<_, _>>()?
+                .collect::<Result<_, _>>()
+            {
+                Ok(outs) => outs,
+                Err(e) => match Stop::from(e) {
+                    Stop::Refused => break,
+                    Stop::Failed(e) => return Err(e),
+                },
+            }
         };
         if walk.keeps(id) {
             for (v, o) in vals.iter_mut().zip(outs) {
@@ -85,6 +112,22 @@ pub fn correct_biases(
     Ok(done)
 }
 
+/// Why the correction walk stops: the quantized interpreter refuses a node as the
+/// NNA would (`QError::Node`), or anything else went wrong.
+enum Stop {
+    Refused,
+    Failed(PassError),
+}
+
+impl From<qinterp::QError> for Stop {
+    fn from(e: qinterp::QError) -> Self {
+        match e {
+            qinterp::QError::Node { .. } => Stop::Refused,
+            e => Stop::Failed(e.into()),
+        }
+    }
+}
+
 /// Runs dot op `id` on every frame's values `vals`, correcting its bias on the way:
 /// its accumulators are computed once, and moved to the corrected bias before the
 /// epilogue.
@@ -93,7 +136,8 @@ fn correct_and_run_dot(
     id: NodeId,
     stats: &BTreeMap<String, Stats>,
     vals: &[BTreeMap<NodeId, QVal>],
-) -> Result<(Option<BiasCorrection>, Vec<QVal>), PassError> {
+    scope: BiasScope,
+) -> Result<(Option<BiasCorrection>, Vec<QVal>), Stop> {
     // Bias correction changes the bias input, not the op.
     let Op::Nna(NnaOp::Dot(d)) = g.node(id).op.clone() else {
         unreachable!("caller matched a dot")
@@ -104,7 +148,7 @@ fn correct_and_run_dot(
             .map(|v| qinterp::dot_accumulators(g, id, &d, v))
             .collect::<Result<_, _>>()?
     };
-    let done = correct_dot(g, id, stats, &mut accs);
+    let done = correct_dot(g, id, stats, &mut accs, scope);
     let g: &Graph = g;
     // Each frame's accumulators are dropped once its codes exist.
     let outs = accs
@@ -121,8 +165,9 @@ fn correct_dot(
     id: NodeId,
     stats: &BTreeMap<String, Stats>,
     accs: &mut [Accumulators],
+    scope: BiasScope,
 ) -> Option<BiasCorrection> {
-    let (report, new_bias) = corrected_bias(g, id, stats, accs)?;
+    let (report, new_bias) = corrected_bias(g, id, stats, accs, scope)?;
     if report.corrected_channels > 0 {
         let mut ins = g.node_inputs(id);
         let old = ins[2];
@@ -147,6 +192,37 @@ fn correct_dot(
     Some(report)
 }
 
+/// Whether node `id` is a dot op `scope` corrects: with constant int8 weights, not a
+/// pooling convolution, and depthwise unless the scope is all dot ops.
+fn in_scope(g: &Graph, id: NodeId, scope: BiasScope) -> bool {
+    let Op::Nna(NnaOp::Dot(d)) = &g.node(id).op else {
+        return false;
+    };
+    let w = g.node_inputs(id)[1];
+    let Some(TensorData::I8(wq)) = g.const_of(w).map(|t| &t.data) else {
+        return false;
+    };
+    let wshape = &g.value_type(w).shape;
+    match scope {
+        BiasScope::Off => false,
+        BiasScope::Depthwise if !is_depthwise(&d.kind, wshape) => false,
+        _ => !is_pool_window(&d.kind, wshape, wq),
+    }
+}
+
+/// Whether a dot op is a depthwise convolution (one input channel per output channel,
+/// weights `[C, 1, kh, kw]`).
+fn is_depthwise(kind: &DotKind, wshape: &[usize]) -> bool {
+    matches!(kind, DotKind::Conv(a) if wshape.first() == Some(&a.group) && wshape.get(1) == Some(&1))
+}
+
+/// Whether a dot op is a pooling convolution (`lower_pools`: depthwise, every weight
+/// the same code): it averages exact codes, so it adds no mean error of its own, and
+/// the backend's channels-as-pixels form of a global pool needs its one common bias.
+fn is_pool_window(kind: &DotKind, wshape: &[usize], wq: &[i8]) -> bool {
+    is_depthwise(kind, wshape) && wq.first().is_some_and(|&w0| wq.iter().all(|&w| w == w0))
+}
+
 /// The int32 bias constant `v` and its per-channel units, if it is one.
 fn bias_of(g: &Graph, v: Value) -> Option<(&[i32], &[f32])> {
     match (
@@ -167,6 +243,7 @@ fn corrected_bias(
     id: NodeId,
     stats: &BTreeMap<String, Stats>,
     accs: &[Accumulators],
+    scope: BiasScope,
 ) -> Option<(BiasCorrection, Vec<i32>)> {
     let node = g.node(id);
     let Op::Nna(NnaOp::Dot(d)) = &node.op else {
@@ -198,6 +275,9 @@ fn corrected_bias(
     let Some(TensorData::I8(wq)) = g.const_of(ins[1]).map(|t| &t.data) else {
         return None;
     };
+    if !in_scope(g, id, scope) {
+        return None;
+    }
     let layout = WeightChannels::of(&layout_op(&d.kind), &g.value_type(ins[1]).shape)?;
     let blocks = layout.channel_major(wq, m)?;
     let len = wq.len().checked_div(m).unwrap_or(0).max(1);
