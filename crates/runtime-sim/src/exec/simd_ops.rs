@@ -59,11 +59,6 @@ impl Tile {
             cn: u(c_count),
         })
     }
-
-    /// Calls `f(y, x)` for every pixel, in order.
-    fn pixels(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        (self.pix.start..self.pix.end()).map(|p| self.pix.yx(p))
-    }
 }
 
 /// Output values below which a SCALE / ELTWISE tile runs on one thread.
@@ -114,10 +109,7 @@ where
 }
 
 fn store(tile: &Tile, out: &ActView, bytes: &[u8], sram: &mut Memory) -> Result<(), ExecError> {
-    for ((y, x), row) in tile.pixels().zip(bytes.chunks_exact(tile.cn as usize)) {
-        out.store(sram, (y, x), tile.c0, row)?;
-    }
-    Ok(())
+    out.store_tile(sram, &tile.pix, tile.c0, tile.cn, bytes)
 }
 
 pub fn scale_tile(s: &Scale) -> Result<Tile, ExecError> {
