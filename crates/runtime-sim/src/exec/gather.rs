@@ -3,12 +3,13 @@
 //! bytes (`code ^ xor`: biased for int8 inputs), in term order (ky, kx, ic).
 //!
 //! A planar input (channels a plane apart) makes each pixel's channels a strided
-//! byte gather. Where eight consecutive pixels of the block read eight consecutive
-//! input bytes for a tap (stride 1, inside the image: every 1x1 convolution of a
-//! dense plane, and the interior of larger kernels), eight channels x eight pixels are
-//! loaded as eight words, transposed in registers and stored as eight words: one
-//! load and one store per eight bytes instead of one each per byte. Every other
-//! position is gathered pixel by pixel.
+//! byte gather. Where eight consecutive pixels of the block read eight evenly spaced
+//! input bytes for a tap (inside the image: every 1x1 convolution of a dense plane,
+//! the interior of larger kernels; consecutive bytes at stride 1, every `stride`-th
+//! byte otherwise), eight channels x eight pixels are loaded as eight words (one load
+//! each at stride 1), transposed in registers and stored as eight words; channels
+//! past the last multiple of eight (the three of an image) are copied byte by byte
+//! for the eight pixels. Every other position is gathered pixel by pixel.
 
 use super::dot_geom::DotGeom;
 use super::tensor::Strided;
@@ -49,15 +50,16 @@ pub fn transpose8(a: &mut [u64; 8]) {
     }
 }
 
-/// True if the eight addresses are all inside the input and consecutive.
-fn run8(offs: &[Option<u64>]) -> bool {
-    match offs[0] {
-        Some(a) => offs
-            .iter()
-            .enumerate()
-            .all(|(i, o)| *o == Some(a + i as u64)),
-        None => false,
-    }
+/// The first address and the step if the eight addresses are all inside the input
+/// and evenly spaced, increasing (1 for consecutive bytes, the stride of a strided
+/// convolution along a row).
+fn run8(offs: &[Option<u64>]) -> Option<(u64, u64)> {
+    let (a, b) = (offs[0]?, offs[1]?);
+    let step = b.checked_sub(a).filter(|&s| s > 0)?;
+    offs.iter()
+        .enumerate()
+        .all(|(i, o)| *o == Some(a + step * i as u64))
+        .then_some((a, step))
 }
 
 /// Where the patch of a block goes: `rows` of `kpad` bytes.
@@ -68,24 +70,27 @@ struct Patch<'d> {
 
 impl Patch<'_> {
     /// Channels `0..icpg` of pixels `p..p+8` for the tap at term `t`, whose channel 0
-    /// is at `a0 + q` for pixel `p + q`, channels `cp` bytes apart.
+    /// is at `a0 + step * q` for pixel `p + q`, channels `cp` bytes apart.
     fn transposed(
         &mut self,
         sram: &Memory,
-        (a0, cp): (u64, u64),
+        (a0, step, cp): (u64, u64, u64),
         icpg: usize,
         (p, t): (usize, usize),
         xor: u8,
     ) -> Result<(), ExecError> {
-        let src = sram.slice(a0, (icpg as u64 - 1) * cp + 8)?;
-        let cp = cp as usize;
+        let src = sram.slice(a0, (icpg as u64 - 1) * cp + 7 * step + 1)?;
+        let (cp, step) = (cp as usize, step as usize);
         let x = u64::from_ne_bytes([xor; 8]);
         let full = icpg / 8 * 8;
         for cb in (0..full).step_by(8) {
             let mut a = [0u64; 8];
             for (r, w) in a.iter_mut().enumerate() {
                 let o = (cb + r) * cp;
-                *w = u64::from_le_bytes(src[o..o + 8].try_into().expect("8 bytes"));
+                *w = match step {
+                    1 => u64::from_le_bytes(src[o..o + 8].try_into().expect("8 bytes")),
+                    _ => u64::from_le_bytes(std::array::from_fn(|q| src[o + step * q])),
+                };
             }
             transpose8(&mut a);
             for (q, w) in a.iter().enumerate() {
@@ -95,7 +100,7 @@ impl Patch<'_> {
         }
         for c in full..icpg {
             for q in 0..8 {
-                self.dst[(p + q) * self.kpad + t + c] = src[c * cp + q] ^ xor;
+                self.dst[(p + q) * self.kpad + t + c] = src[c * cp + step * q] ^ xor;
             }
         }
         Ok(())
@@ -134,9 +139,11 @@ pub fn gather_bytes(
             }
             let mut p = 0;
             while p < n {
-                if cp > 1 && icpg >= 8 && p + 8 <= n && run8(&offs[p..p + 8]) {
-                    let a0 = offs[p].expect("run8 checked it");
-                    patch.transposed(sram, (a0, cp), icpg, (p, t), xor)?;
+                if let Some((a0, step)) = (cp > 1 && p + 8 <= n)
+                    .then(|| run8(&offs[p..p + 8]))
+                    .flatten()
+                {
+                    patch.transposed(sram, (a0, step, cp), icpg, (p, t), xor)?;
                     p += 8;
                     continue;
                 }

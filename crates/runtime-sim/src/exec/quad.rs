@@ -111,13 +111,15 @@ pub fn quad_weights(g: &DotGeom, bytes: &[u8], kpad: usize) -> QuadWeights {
                 term(4 * k4 + 3),
             ];
             let row = &mut w.data[k4 * w.ld + c0..k4 * w.ld + c0 + n];
-            for (c, d) in row.iter_mut().enumerate() {
-                *d = u32::from_le_bytes([q[0][c], q[1][c], q[2][c], q[3][c]]);
-            }
-            for t in q {
-                for (s, &b) in sums[c0..c0 + n].iter_mut().zip(t) {
-                    *s += i32::from(b as i8);
-                }
+            let quads = q[0].iter().zip(q[1]).zip(q[2]).zip(q[3]);
+            for ((d, s), (((&b0, &b1), &b2), &b3)) in
+                row.iter_mut().zip(&mut sums[c0..c0 + n]).zip(quads)
+            {
+                *d = u32::from_le_bytes([b0, b1, b2, b3]);
+                *s += i32::from(b0 as i8)
+                    + i32::from(b1 as i8)
+                    + i32::from(b2 as i8)
+                    + i32::from(b3 as i8);
             }
         }
     }
