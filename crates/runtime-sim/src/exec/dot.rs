@@ -379,10 +379,8 @@ fn store(g: &DotGeom, prepool: &[u8], sram: &mut Memory) -> Result<(), ExecError
     let oc = g.oc_count as usize;
     match &g.pool {
         None => {
-            for (i, row) in prepool.chunks_exact(oc).enumerate() {
-                let yx = g.pix.yx(g.pix.start + i as u64);
-                g.output.store(sram, yx, g.oc_start, row)?;
-            }
+            g.output
+                .store_tile(sram, &g.pix, g.oc_start, oc as u64, prepool)?;
         }
         Some(pg) => {
             let mut buf = vec![0u8; oc];

@@ -3,12 +3,13 @@
 //! bytes (`code ^ xor`: biased for int8 inputs), in term order (ky, kx, ic).
 //!
 //! A planar input (channels a plane apart) makes each pixel's channels a strided
-//! byte gather. Where eight consecutive pixels of the block read eight consecutive
-//! input bytes for a tap (stride 1, inside the image: every 1x1 convolution of a
-//! dense plane, and the interior of larger kernels), eight channels x eight pixels are
-//! loaded as eight words, transposed in registers and stored as eight words: one
-//! load and one store per eight bytes instead of one each per byte. Every other
-//! position is gathered pixel by pixel.
+//! byte gather. Where eight consecutive pixels of the block all read inside the input
+//! for a tap (every 1x1 convolution, the interior of larger kernels, at any stride,
+//! across rows), eight channels x eight pixels are loaded as eight words (one load
+//! each where the eight bytes are consecutive, stride 1 along a row), transposed in
+//! registers and stored as eight words; channels past the last multiple of eight (the
+//! three of an image) are copied byte by byte for the eight pixels. Positions in the
+//! padding are gathered pixel by pixel.
 
 use super::dot_geom::DotGeom;
 use super::tensor::Strided;
@@ -49,14 +50,30 @@ pub fn transpose8(a: &mut [u64; 8]) {
     }
 }
 
-/// True if the eight addresses are all inside the input and consecutive.
-fn run8(offs: &[Option<u64>]) -> bool {
-    match offs[0] {
-        Some(a) => offs
-            .iter()
-            .enumerate()
-            .all(|(i, o)| *o == Some(a + i as u64)),
-        None => false,
+/// Eight pixels' addresses of a tap, all inside the input: the lowest and each
+/// pixel's distance from it.
+struct Group8 {
+    a0: u64,
+    delta: [usize; 8],
+}
+
+impl Group8 {
+    /// The group if all eight addresses are inside the input.
+    fn of(offs: &[Option<u64>]) -> Option<Group8> {
+        let mut a = [0u64; 8];
+        for (d, o) in a.iter_mut().zip(offs) {
+            *d = (*o)?;
+        }
+        let a0 = *a.iter().min()?;
+        Some(Group8 {
+            a0,
+            delta: std::array::from_fn(|q| (a[q] - a0) as usize),
+        })
+    }
+
+    /// True if the pixels read consecutive bytes (one word load per channel).
+    fn consecutive(&self) -> bool {
+        self.delta.iter().enumerate().all(|(q, &d)| d == q)
     }
 }
 
@@ -68,24 +85,29 @@ struct Patch<'d> {
 
 impl Patch<'_> {
     /// Channels `0..icpg` of pixels `p..p+8` for the tap at term `t`, whose channel 0
-    /// is at `a0 + q` for pixel `p + q`, channels `cp` bytes apart.
+    /// is at `g.a0 + g.delta[q]` for pixel `p + q`, channels `cp` bytes apart.
     fn transposed(
         &mut self,
         sram: &Memory,
-        (a0, cp): (u64, u64),
+        (g, cp): (&Group8, u64),
         icpg: usize,
         (p, t): (usize, usize),
         xor: u8,
     ) -> Result<(), ExecError> {
-        let src = sram.slice(a0, (icpg as u64 - 1) * cp + 8)?;
+        let span = g.delta.iter().max().copied().unwrap_or(0) as u64;
+        let src = sram.slice(g.a0, (icpg as u64 - 1) * cp + span.max(7) + 1)?;
         let cp = cp as usize;
+        let (consecutive, delta) = (g.consecutive(), g.delta);
         let x = u64::from_ne_bytes([xor; 8]);
         let full = icpg / 8 * 8;
         for cb in (0..full).step_by(8) {
             let mut a = [0u64; 8];
             for (r, w) in a.iter_mut().enumerate() {
                 let o = (cb + r) * cp;
-                *w = u64::from_le_bytes(src[o..o + 8].try_into().expect("8 bytes"));
+                *w = match consecutive {
+                    true => u64::from_le_bytes(src[o..o + 8].try_into().expect("8 bytes")),
+                    false => u64::from_le_bytes(std::array::from_fn(|q| src[o + delta[q]])),
+                };
             }
             transpose8(&mut a);
             for (q, w) in a.iter().enumerate() {
@@ -95,7 +117,7 @@ impl Patch<'_> {
         }
         for c in full..icpg {
             for q in 0..8 {
-                self.dst[(p + q) * self.kpad + t + c] = src[c * cp + q] ^ xor;
+                self.dst[(p + q) * self.kpad + t + c] = src[c * cp + delta[q]] ^ xor;
             }
         }
         Ok(())
@@ -134,9 +156,11 @@ pub fn gather_bytes(
             }
             let mut p = 0;
             while p < n {
-                if cp > 1 && icpg >= 8 && p + 8 <= n && run8(&offs[p..p + 8]) {
-                    let a0 = offs[p].expect("run8 checked it");
-                    patch.transposed(sram, (a0, cp), icpg, (p, t), xor)?;
+                if let Some(g8) = (cp > 1 && p + 8 <= n)
+                    .then(|| Group8::of(&offs[p..p + 8]))
+                    .flatten()
+                {
+                    patch.transposed(sram, (&g8, cp), icpg, (p, t), xor)?;
                     p += 8;
                     continue;
                 }

@@ -171,6 +171,40 @@ unsafe fn lanes_row_avx512(
     lanes_row(r, l, acc, c0, out, signed)
 }
 
+/// The FUSED_RELU loop over a row of values of one channel (constants `m`, `rd`, `s`).
+#[inline(always)]
+fn chan_row(r: &Requant, (m, rd, s): (i64, i64, u32), acc: &[i32], out: &mut [u8], signed: bool) {
+    for (o, &a) in out.iter_mut().zip(acc) {
+        *o = finish(r, ashr(i64::from(a) * m + rd, s), signed);
+    }
+}
+
+/// [`chan_row`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn chan_row_avx2(
+    r: &Requant,
+    k: (i64, i64, u32),
+    acc: &[i32],
+    out: &mut [u8],
+    signed: bool,
+) {
+    chan_row(r, k, acc, out, signed)
+}
+
+/// [`chan_row`] compiled for AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl")]
+unsafe fn chan_row_avx512(
+    r: &Requant,
+    k: (i64, i64, u32),
+    acc: &[i32],
+    out: &mut [u8],
+    signed: bool,
+) {
+    chan_row(r, k, acc, out, signed)
+}
+
 /// True if this CPU runs [`lanes_row_avx512`].
 #[cfg(target_arch = "x86_64")]
 fn has_avx512() -> bool {
@@ -235,6 +269,36 @@ impl<'a> Post<'a> {
             _ => {
                 for (i, (o, &a)) in out.iter_mut().zip(acc).enumerate() {
                     *o = self.apply(a, c0 + i);
+                }
+            }
+        }
+    }
+
+    /// `out[i] = apply(acc[i], c)` for a row of values of one channel `c`.
+    pub fn apply_chan(&self, acc: &[i32], c: usize, out: &mut [u8]) {
+        match (self.fused, &self.lanes) {
+            (Some(r), Some(l)) => {
+                let k = (l.mult[c], l.round[c], l.shift[c]);
+                #[cfg(target_arch = "x86_64")]
+                {
+                    if has_avx512() {
+                        // SAFETY: AVX-512 F/DQ/BW/VL are available (checked just
+                        // above); the function body is safe Rust.
+                        unsafe { chan_row_avx512(r, k, acc, out, self.out_signed) };
+                        return;
+                    }
+                    if std::arch::is_x86_feature_detected!("avx2") {
+                        // SAFETY: AVX2 is available (checked just above); the function
+                        // body is safe Rust.
+                        unsafe { chan_row_avx2(r, k, acc, out, self.out_signed) };
+                        return;
+                    }
+                }
+                chan_row(r, k, acc, out, self.out_signed)
+            }
+            _ => {
+                for (o, &a) in out.iter_mut().zip(acc) {
+                    *o = self.apply(a, c);
                 }
             }
         }
@@ -310,6 +374,11 @@ mod tests {
             post.apply_row(&acc, 3, &mut row);
             for (i, &a) in acc.iter().enumerate() {
                 assert_eq!(row[i], run(&prog, a, &chans[3 + i], signed));
+            }
+            // One channel's values along a plane.
+            post.apply_chan(&acc, 5, &mut row);
+            for (i, &a) in acc.iter().enumerate() {
+                assert_eq!(row[i], run(&prog, a, &chans[5], signed));
             }
         }
     }

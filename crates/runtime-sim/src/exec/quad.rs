@@ -12,8 +12,8 @@
 //! The weights (signed int8 only) are held as quads: `data[(kk / 4) * ld + c]` packs
 //! the weights of channel `c` for terms `4*(kk/4) .. 4*(kk/4) + 3` (low byte first),
 //! the layout `vpdpbusd` multiplies with a broadcast quad of patch bytes. Terms past K
-//! and channels past the tile are 0; `ld` leaves room for a whole [`COLS_BLOCK`] after
-//! every channel. [`gemm_portable`] is the same arithmetic in plain Rust (the
+//! and channels past the tile are 0; `ld` leaves room for 15 channels past the last
+//! (a block of `n` channels reads `16 * ceil(n / 16)` lanes). [`gemm_portable`] is the same arithmetic in plain Rust (the
 //! definition the tests hold the VNNI kernel to).
 
 use super::dot_geom::DotGeom;
@@ -68,7 +68,7 @@ impl QuadWeights {
     /// Zero weights for `channels` channels and `kpad` terms.
     pub fn zeroed(channels: usize, kpad: usize) -> QuadWeights {
         debug_assert!(kpad.is_multiple_of(K_ALIGN));
-        let ld = channels.div_ceil(16) * 16 + COLS_BLOCK;
+        let ld = (channels + 15).div_ceil(16) * 16;
         QuadWeights {
             data: vec![0; kpad / 4 * ld],
             ld,
@@ -111,13 +111,15 @@ pub fn quad_weights(g: &DotGeom, bytes: &[u8], kpad: usize) -> QuadWeights {
                 term(4 * k4 + 3),
             ];
             let row = &mut w.data[k4 * w.ld + c0..k4 * w.ld + c0 + n];
-            for (c, d) in row.iter_mut().enumerate() {
-                *d = u32::from_le_bytes([q[0][c], q[1][c], q[2][c], q[3][c]]);
-            }
-            for t in q {
-                for (s, &b) in sums[c0..c0 + n].iter_mut().zip(t) {
-                    *s += i32::from(b as i8);
-                }
+            let quads = q[0].iter().zip(q[1]).zip(q[2]).zip(q[3]);
+            for ((d, s), (((&b0, &b1), &b2), &b3)) in
+                row.iter_mut().zip(&mut sums[c0..c0 + n]).zip(quads)
+            {
+                *d = u32::from_le_bytes([b0, b1, b2, b3]);
+                *s += i32::from(b0 as i8)
+                    + i32::from(b1 as i8)
+                    + i32::from(b2 as i8)
+                    + i32::from(b3 as i8);
             }
         }
     }
@@ -138,15 +140,16 @@ pub fn gemm(
 ) {
     let kpad = w.kpad;
     assert!(kpad.is_multiple_of(K_ALIGN) && a.len() >= rows * kpad);
-    assert!(c0 + cols + COLS_BLOCK <= w.ld + 1 && w.data.len() >= kpad / 4 * w.ld);
+    // The last column block reads whole 16-lane vectors: up to c0 + ceil16(cols).
+    assert!(c0 + cols.div_ceil(16) * 16 <= w.ld && w.data.len() >= kpad / 4 * w.ld);
     assert!(rows == 0 || cols == 0 || out.len() >= (rows - 1) * ldo + cols);
     #[cfg(target_arch = "x86_64")]
     {
         if available() {
             // SAFETY: AVX-512 F/BW/VNNI are available (checked just above); the asserts
-            // above bound every read (rows * kpad patch bytes; a whole COLS_BLOCK of
-            // quads from any channel below c0 + cols, inside `ld`) and write (rows of
-            // cols values at ldo).
+            // above bound every read (rows * kpad patch bytes; the quads of a column
+            // block, 16 * ceil(n / 16) lanes from c0 + cb, end at most at
+            // c0 + ceil16(cols), inside `ld`) and write (rows of cols values at ldo).
             unsafe { avx512::gemm(a, rows, w, c0, cols, out, ldo) };
             return;
         }
@@ -292,6 +295,8 @@ mod tests {
             (17, 96, 27, 48, 48),
             (1, 5, 16, 4, 1),
             (3, 100, 9, 50, 50),
+            (9, 97, 20, 96, 1),
+            (10, 97, 20, 1, 96),
         ] {
             let kpad = padded_len(k);
             let mut a = random(rows * kpad, &mut seed);

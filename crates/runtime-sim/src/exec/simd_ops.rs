@@ -59,11 +59,6 @@ impl Tile {
             cn: u(c_count),
         })
     }
-
-    /// Calls `f(y, x)` for every pixel, in order.
-    fn pixels(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        (self.pix.start..self.pix.end()).map(|p| self.pix.yx(p))
-    }
 }
 
 /// Output values below which a SCALE / ELTWISE tile runs on one thread.
@@ -114,10 +109,7 @@ where
 }
 
 fn store(tile: &Tile, out: &ActView, bytes: &[u8], sram: &mut Memory) -> Result<(), ExecError> {
-    for ((y, x), row) in tile.pixels().zip(bytes.chunks_exact(tile.cn as usize)) {
-        out.store(sram, (y, x), tile.c0, row)?;
-    }
-    Ok(())
+    out.store_tile(sram, &tile.pix, tile.c0, tile.cn, bytes)
 }
 
 pub fn scale_tile(s: &Scale) -> Result<Tile, ExecError> {
@@ -201,15 +193,30 @@ pub fn execute_eltwise(
     let post = Post::new(&e.simd, e.out_signed, &chan);
     let (az, bz) = (i32::from(e.a_zero), i32::from(e.b_zero));
     // The rescaled value depends only on the code byte: tabulate it once.
-    let table = |signed: bool, zero: i32, mult: i32, shift: u32| -> Vec<i64> {
-        (0..=255u8)
-            .map(|b| eltwise_rescale(code_value(b, signed), zero, mult, shift))
-            .collect()
+    let table = |signed: bool, zero: i32, mult: i32, shift: u32| -> [i64; 256] {
+        std::array::from_fn(|b| eltwise_rescale(code_value(b as u8, signed), zero, mult, shift))
     };
     let (ta, tb) = (
         table(e.a_signed, az, e.a_mult, e.a_shift),
         table(e.b_signed, bz, e.b_mult, e.b_shift),
     );
+    let out_view = ActView::new(
+        e.out_addr,
+        e.out_row_pitch,
+        e.out_pix_pitch,
+        e.out_chan_pitch,
+    );
+    if planes_fit(&tile, [&a, &b, &out_view], sram) {
+        return eltwise_planes(
+            e.op,
+            hw,
+            &tile,
+            [&a, &b, &out_view],
+            (&ta, &tb),
+            &post,
+            sram,
+        );
+    }
     let sram_ro: &Memory = sram;
     let (out, st) = par_tile(&tile, |y, x, row, st| {
         let ra = a.chans(sram_ro, (y, x), tile.c0, tile.cn)?;
@@ -235,16 +242,83 @@ pub fn execute_eltwise(
         }
         Ok(())
     })?;
-    store(
-        &tile,
-        &ActView::new(
-            e.out_addr,
-            e.out_row_pitch,
-            e.out_pix_pitch,
-            e.out_chan_pitch,
-        ),
-        &out,
-        sram,
-    )?;
+    store(&tile, &out_view, &out, sram)?;
+    Ok(st)
+}
+
+/// True if the tile can run plane by plane ([`eltwise_planes`]): in every view the
+/// tile's pixels of a channel are consecutive bytes (`pix_pitch` 1, rows of `w`
+/// pixels back to back, the planar layout), the output's channel runs do not overlap
+/// (so the order of the stores does not matter) and every byte the tile reads or
+/// writes is in SRAM (so no error can arise part way; otherwise the pixel-by-pixel
+/// path runs and reports it as always).
+fn planes_fit(tile: &Tile, views: [&ActView; 3], sram: &Memory) -> bool {
+    let (n, cn) = (tile.pix.count, tile.cn);
+    let (y0, x0) = tile.pix.yx(tile.pix.start);
+    let out = views[2];
+    n > 0
+        && cn > 0
+        && (cn == 1 || out.chan_pitch >= n)
+        && views.iter().all(|v| {
+            v.pix_pitch == 1
+                && v.row_pitch == tile.pix.width
+                && sram
+                    .slice(v.at(y0, x0, tile.c0), (cn - 1) * v.chan_pitch + n)
+                    .is_ok()
+        })
+}
+
+/// ELTWISE plane by plane (see [`planes_fit`]): for each channel, the run of the
+/// tile's pixels of A and B, rescaled through the tables `ta` / `tb`, combined,
+/// wrapped and passed through the SIMD program with that channel's parameters. The
+/// values, the overflow count and the first overflow (the least (pixel, channel), the
+/// first the pixel-by-pixel order meets) are those of the pixel-by-pixel path; all
+/// values are computed before any is stored (an output may alias an input).
+fn eltwise_planes(
+    op: nnac_isa::EltOp,
+    hw: &HwConfig,
+    tile: &Tile,
+    [a, b, out]: [&ActView; 3],
+    (ta, tb): (&[i64; 256], &[i64; 256]),
+    post: &Post,
+    sram: &mut Memory,
+) -> Result<ExecStats, ExecError> {
+    let (n, cn) = (tile.pix.count as usize, tile.cn as usize);
+    let (y0, x0) = tile.pix.yx(tile.pix.start);
+    const CHUNK: usize = 64;
+    let (mut exact, mut acc) = ([0i64; CHUNK], [0i32; CHUNK]);
+    let mut all = vec![0u8; n * cn];
+    let mut st = ExecStats::default();
+    let mut first: Option<(u64, u64)> = None;
+    for (c, plane) in all.chunks_exact_mut(n).enumerate() {
+        let ch = tile.c0 + c as u64;
+        let pa = sram.slice(a.at(y0, x0, ch), n as u64)?;
+        let pb = sram.slice(b.at(y0, x0, ch), n as u64)?;
+        let runs = pa
+            .chunks(CHUNK)
+            .zip(pb.chunks(CHUNK))
+            .zip(plane.chunks_mut(CHUNK));
+        for (j, ((ra, rb), o)) in runs.enumerate() {
+            let m = o.len();
+            for (v, (&va, &vb)) in exact[..m].iter_mut().zip(ra.iter().zip(rb)) {
+                *v = eltwise_combine(op, ta[usize::from(va)], tb[usize::from(vb)]);
+            }
+            if super::wrap_row(&exact[..m], &ZERO_BIAS[..m], hw.acc_bits, &mut acc[..m]) {
+                for (i, &v) in exact[..m].iter().enumerate() {
+                    if super::wrap(v, hw.acc_bits).1 {
+                        st.overflows += 1;
+                        let at = (tile.pix.start + (j * CHUNK + i) as u64, ch);
+                        first = Some(first.map_or(at, |f| f.min(at)));
+                    }
+                }
+            }
+            post.apply_chan(&acc[..m], c, o);
+        }
+    }
+    st.first_overflow = first;
+    for (c, plane) in all.chunks_exact(n).enumerate() {
+        let dst = sram.slice_mut(out.at(y0, x0, tile.c0 + c as u64), n as u64)?;
+        dst.copy_from_slice(plane);
+    }
     Ok(st)
 }

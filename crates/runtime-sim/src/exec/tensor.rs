@@ -81,6 +81,77 @@ impl ActView {
     }
 }
 
+impl ActView {
+    /// Stores a tile: `data[i * n + c]` as channel `c0 + c` of pixel `pix.start + i`,
+    /// for `n` channels and the pixels of `pix`, with the result of [`ActView::store`]
+    /// pixel by pixel in order. On a planar view whose channel runs are consecutive
+    /// bytes that do not overlap, inside memory, it writes channel plane by channel
+    /// plane instead (one contiguous run per channel, the same bytes).
+    pub fn store_tile(
+        &self,
+        mem: &mut Memory,
+        pix: &PixRange,
+        c0: u64,
+        n: u64,
+        data: &[u8],
+    ) -> Result<(), ExecError> {
+        let count = pix.count;
+        let (y0, x0) = pix.yx(pix.start);
+        let planar = n > 0
+            && count > 0
+            && self.pix_pitch == 1
+            && self.row_pitch == pix.width
+            && (n == 1 || self.chan_pitch >= count)
+            && data.len() as u64 == n * count
+            && mem
+                .slice(self.at(y0, x0, c0), (n - 1) * self.chan_pitch + count)
+                .is_ok();
+        if planar {
+            let hull = (n - 1) * self.chan_pitch + count;
+            let dst = mem.slice_mut(self.at(y0, x0, c0), hull)?;
+            store_planes(
+                dst,
+                self.chan_pitch as usize,
+                data,
+                n as usize,
+                count as usize,
+            );
+            return Ok(());
+        }
+        for (i, row) in data.chunks_exact(n.max(1) as usize).enumerate() {
+            self.store(mem, pix.yx(pix.start + i as u64), c0, row)?;
+        }
+        Ok(())
+    }
+}
+
+/// `dst[c * cp + p] = data[p * n + c]` for `p < count`, `c < n`: eight pixels x eight
+/// channels at a time as eight words, transposed in registers
+/// ([`super::gather::transpose8`]), the rest byte by byte.
+fn store_planes(dst: &mut [u8], cp: usize, data: &[u8], n: usize, count: usize) {
+    let (full_p, full_c) = (count / 8 * 8, n / 8 * 8);
+    for cb in (0..full_c).step_by(8) {
+        for pb in (0..full_p).step_by(8) {
+            let mut a = [0u64; 8];
+            for (r, w) in a.iter_mut().enumerate() {
+                let o = (pb + r) * n + cb;
+                *w = u64::from_le_bytes(data[o..o + 8].try_into().expect("8 bytes"));
+            }
+            super::gather::transpose8(&mut a);
+            for (j, w) in a.iter().enumerate() {
+                let o = (cb + j) * cp + pb;
+                dst[o..o + 8].copy_from_slice(&w.to_le_bytes());
+            }
+        }
+    }
+    for c in 0..n {
+        let from = if c < full_c { full_p } else { 0 };
+        for p in from..count {
+            dst[c * cp + p] = data[p * n + c];
+        }
+    }
+}
+
 /// Consecutive channels of one pixel: every `step`-th byte of `bytes`.
 #[derive(Debug, Clone, Copy)]
 pub struct Strided<'m> {
@@ -123,5 +194,36 @@ impl PixRange {
     }
     pub fn yx(&self, p: u64) -> (u64, u64) {
         (p / self.width, p % self.width)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plane_store_equals_pixel_stores() {
+        for (h, w, n, start, count) in [(5, 7, 13, 3, 29), (4, 8, 16, 0, 32), (3, 3, 1, 2, 5)] {
+            let pix = PixRange {
+                start,
+                count,
+                width: w,
+            };
+            let cp = h * w + 3;
+            let view = ActView::new(16, w as u32, 1, cp as u32);
+            let data: Vec<u8> = (0..n * count).map(|i| (i * 7 + 1) as u8).collect();
+            let mem = || Memory {
+                name: "sram",
+                base: 0,
+                bytes: vec![0xAA; (16 + cp * n + 8) as usize],
+            };
+            let (mut planes, mut pixels) = (mem(), mem());
+            view.store_tile(&mut planes, &pix, 0, n, &data).unwrap();
+            for (i, row) in data.chunks_exact(n as usize).enumerate() {
+                view.store(&mut pixels, pix.yx(start + i as u64), 0, row)
+                    .unwrap();
+            }
+            assert_eq!(planes.bytes, pixels.bytes, "{h}x{w}x{n}");
+        }
     }
 }
