@@ -245,6 +245,9 @@ fn corrected_bias(
     accs: &[Accumulators],
     scope: BiasScope,
 ) -> Option<(BiasCorrection, Vec<i32>)> {
+    if !in_scope(g, id, scope) {
+        return None;
+    }
     let node = g.node(id);
     let Op::Nna(NnaOp::Dot(d)) = &node.op else {
         unreachable!("caller matched a dot")
@@ -275,9 +278,6 @@ fn corrected_bias(
     let Some(TensorData::I8(wq)) = g.const_of(ins[1]).map(|t| &t.data) else {
         return None;
     };
-    if !in_scope(g, id, scope) {
-        return None;
-    }
     let layout = WeightChannels::of(&layout_op(&d.kind), &g.value_type(ins[1]).shape)?;
     let blocks = layout.channel_major(wq, m)?;
     let len = wq.len().checked_div(m).unwrap_or(0).max(1);
