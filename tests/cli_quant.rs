@@ -137,7 +137,9 @@ fn eval_calibration_flags_are_checked() {
     assert!(ok(&o).contains("frame(s) int8"));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("warning: synthetic calibration") && err.contains("--calib PATH"),
+        err.contains("warning: synthetic calibration")
+            && err.contains("--calib PATH")
+            && err.contains("bias correction is skipped"),
         "{err}"
     );
 }

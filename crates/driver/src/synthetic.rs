@@ -42,8 +42,8 @@ pub fn description(frames: usize) -> String {
 pub fn warning(note: &str) -> String {
     format!(
         "warning: {note}: the int8 ranges and accuracy are not representative of real \
-         inputs; give real frames with --calib PATH (an .npy, an image, or a directory \
-         of them)"
+         inputs, and bias correction is skipped; give real frames with --calib PATH (an \
+         .npy, an image, or a directory of them)"
     )
 }
 
