@@ -4,6 +4,7 @@
 //! search, and writes the results; `nnac tune merge` joins shards.
 
 use crate::error::CliError;
+use nnac_driver::calib::Calibration;
 use nnac_driver::frames::Preprocess;
 use nnac_driver::model::parse_input_shape;
 use nnac_frontend::{load_model, ImportOptions};
@@ -215,12 +216,19 @@ fn prepare(spec: &ModelSpec, name: &str, args: &RunArgs) -> Result<CompiledModel
     };
     let g = load_model(&spec.path, spec.caffemodel.as_deref(), &opts)
         .map_err(|e| CliError::user(format!("--model {}: {e}", spec.path.display())))?;
-    let frames = match (&spec.calib, args.random_calib) {
+    let calib = match (&spec.calib, args.random_calib) {
         (Some(p), _) => {
             let calib = vec![p.display().to_string()];
-            nnac_driver::calib::calib_args(&calib, &Preprocess::default(), &g)?
+            Calibration::real(nnac_driver::calib::calib_args(
+                &calib,
+                &Preprocess::default(),
+                &g,
+            )?)
         }
-        (None, Some(n)) if n >= 1 => random_frames(&g, n, args.seed),
+        (None, Some(n)) if n >= 1 => Calibration {
+            frames: random_frames(&g, n, args.seed),
+            synthetic: Some(format!("--random-calib {n}")),
+        },
         _ => {
             return Err(CliError::user(format!(
             "--model {}: no calibration data: add calib=PATH to the spec or pass --random-calib N",
@@ -228,11 +236,12 @@ fn prepare(spec: &ModelSpec, name: &str, args: &RunArgs) -> Result<CompiledModel
         )))
         }
     };
-    let popts = PassOptions {
+    // Random frames are synthetic: no bias correction (the driver's rule).
+    let popts = calib.pass_options(PassOptions {
         measure: false,
         ..Default::default()
-    };
-    let compiled = nnac_passes::compile_graph(g, &frames, &popts)
+    });
+    let compiled = nnac_passes::compile_graph(g, &calib.frames, &popts)
         .map_err(|e| CliError::user(format!("--model {}: {e}", spec.path.display())))?;
     let workload = Workload::from_graph(name, spec.weight, &compiled.graph).map_err(tune_err)?;
     Ok(CompiledModel {
