@@ -25,4 +25,6 @@ VIRTUAL_ENV="$ROOT/.venv" "$ROOT/.venv/bin/maturin" develop --release --locked \
 
 # The API docs build without a warning, private items included (the crates' module
 # docs are code maps that link them): broken or ambiguous intra-doc links fail here.
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-items --locked
+# In the release profile, so the proc macros and build scripts the tests compiled are
+# reused (the dev profile builds dependencies at opt-level 2).
+RUSTDOCFLAGS="-D warnings" cargo doc --release --workspace --no-deps --document-private-items --locked
