@@ -96,6 +96,7 @@ def compile(
     host_ops: str = "allow",
     float_layers: Optional[Sequence[str]] = None,
     auto_float: Optional[int] = None,
+    channels_on_rows: Optional[Sequence[str]] = None,
 ) -> Program: ...
 def profile(
     program: Union[Program, PathLike],

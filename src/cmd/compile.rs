@@ -67,6 +67,13 @@ pub struct Args {
     /// an error naming each (for an all-NNA program).
     #[arg(long, default_value = "allow", value_parser = ["allow", "deny"])]
     pub host_ops: String,
+    /// Run these layers (comma-separated names) with their output channels on the MAC
+    /// array's rows and their pixels on its columns: the mapping knob `nnac tune`
+    /// picks per layer, for arrays with more rows than a layer has pixels. Only 1x1,
+    /// stride-1, unpadded, ungrouped, unpooled convolutions over planar tensors that
+    /// need no split turn (the summary lists them); results are bit-identical.
+    #[arg(long, value_name = "LAYER,...", value_delimiter = ',')]
+    pub channels_on_rows: Vec<String>,
 }
 
 /// Width of the progress bar in characters.
@@ -122,6 +129,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         resident_weights: args.resident_weights.clone(),
         source_model: args.model.model.display().to_string(),
         host_ops: HostOps::parse(&args.host_ops)?,
+        channels_on_rows: args.channels_on_rows.clone(),
     };
     let quiet = args.quiet;
     let lowered = compile::compile_and_lower(&graph, &calib, &hw, &opts, &|round, moved| {
@@ -180,6 +188,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             be_report.flags_used
         );
         println!("weights: {}", be_report.residency);
+        print_turned(&args.channels_on_rows, &be_report.channels_on_rows);
         print_spills(&be_report);
         print!("{}", nnac_driver::host_ops::summary(&host));
         if let Some(note) = &calib.synthetic {
@@ -187,6 +196,26 @@ pub fn run(args: Args) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// The layers `--channels-on-rows` turned, and those it named that keep the
+/// compiler's orientation.
+fn print_turned(asked: &[String], turned: &[String]) {
+    if asked.is_empty() {
+        return;
+    }
+    println!("channels on rows: {}", turned.join(", "));
+    let kept: Vec<&str> = asked
+        .iter()
+        .filter(|n| !turned.contains(n))
+        .map(String::as_str)
+        .collect();
+    if !kept.is_empty() {
+        println!(
+            "  kept pixels on rows (not a plain 1x1 matrix product over planar tensors, or split): {}",
+            kept.join(", ")
+        );
+    }
 }
 
 /// DRAM spill/fill traffic and the layers split into row bands / weight groups.

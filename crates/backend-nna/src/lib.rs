@@ -72,6 +72,7 @@ use schedule::{bands, cascade, emit, seq_tiles, sync};
 
 use nnac_ir::{Graph, Op};
 use nnac_isa::{DramImage, HwConfig, Instr, Metadata, Program};
+use std::collections::BTreeSet;
 
 /// Backend options.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,6 +97,13 @@ pub struct BackendOptions {
     /// prologue: all of them when they fit with the activations, else as many as
     /// fit beside the streaming plan (`resident.rs`).
     pub resident_weights: ResidentWeights,
+    /// Layers (by name) to run with their output channels on the MAC array's rows
+    /// and their pixels on its columns, the mapping knob `nnac tune` chooses per layer
+    /// (`lower/channels_on_rows.rs`). A named layer that is not a 1x1, stride-1,
+    /// unpadded, ungrouped, unpooled convolution over planar tensors, or that needs a
+    /// split, keeps the compiler's orientation; [`BackendReport::channels_on_rows`]
+    /// lists the layers turned.
+    pub channels_on_rows: BTreeSet<String>,
 }
 
 impl Default for BackendOptions {
@@ -108,6 +116,7 @@ impl Default for BackendOptions {
             compiler_version: String::new(),
             enforce_slice_rule: true,
             resident_weights: ResidentWeights::Auto,
+            channels_on_rows: BTreeSet::new(),
         }
     }
 }
@@ -137,6 +146,9 @@ pub struct BackendReport {
     /// (worst case over all codes, not over calibrated ranges): the passes' bound
     /// should keep this empty; listed, not refused.
     pub acc_overflow_risk: Vec<String>,
+    /// Layers lowered with their output channels on the rows
+    /// ([`BackendOptions::channels_on_rows`]).
+    pub channels_on_rows: Vec<String>,
     /// Layers whose activation packets break the address sequencer's slice rule
     /// (docs/ISA.md 4.1), with their widest slice.
     pub slice_rule: Vec<seq_rule::SliceViolation>,
@@ -321,7 +333,8 @@ fn walk_and_place(
     let pinned = match opts.resident_weights {
         ResidentWeights::Off => Err(Residency::Off),
         ResidentWeights::Auto => {
-            let low = lower::graph::run(walk::Walk::new(graph, hw, tp))?;
+            let low = walk::Walk::new(graph, hw, tp).with_plan(base_plan(opts));
+            let low = lower::graph::run(low)?;
             resident::try_pin(low, hw).map_err(Residency::Streamed)
         }
     };
@@ -442,6 +455,7 @@ fn report(
         dram_image_bytes: low.dram.len() as u64,
         flags_used,
         acc_overflow_risk: low.acc_risk.clone(),
+        channels_on_rows: low.turned.clone(),
         slice_rule,
         spill_bytes: low.sp.spill_bytes,
         fill_bytes: low.sp.fill_bytes,
@@ -499,10 +513,10 @@ fn streaming(
     let auto = opts.resident_weights == ResidentWeights::Auto;
     let chunked = Plan {
         weight_chunk: Some(hw.sram_bytes / WEIGHT_CHUNK_FRACTION),
-        ..Plan::default()
+        ..base_plan(opts)
     };
     let (mut low, placed, rounds) = match plan_and_place(graph, hw, tp, chunked) {
-        Err(BackendError::SramFull { .. }) => plan_and_place(graph, hw, tp, Plan::default())?,
+        Err(BackendError::SramFull { .. }) => plan_and_place(graph, hw, tp, base_plan(opts))?,
         placed => placed?,
     };
     match auto
@@ -511,6 +525,15 @@ fn streaming(
     {
         Some(p) => Ok(Streaming::Partly(low, p, rounds)),
         None => Ok(Streaming::All(low, placed, rounds)),
+    }
+}
+
+/// The plan every walk starts from: nothing spilled or split, the layers the options
+/// turn channels-on-rows.
+fn base_plan(opts: &BackendOptions) -> Plan {
+    Plan {
+        channels_on_rows: opts.channels_on_rows.clone(),
+        ..Plan::default()
     }
 }
 

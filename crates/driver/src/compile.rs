@@ -115,6 +115,23 @@ pub fn compile_and_lower(
 ) -> Result<Lowered, Error> {
     let parted = crate::analyze::partition(graph, calib, hw, opts, false, on_round)?;
     let (mut program, backend) = parted.lowered.map_err(from_partition)?;
+    let unknown: Vec<&str> = opts
+        .channels_on_rows
+        .iter()
+        .filter(|n| !backend.layers.iter().any(|l| &l.name == *n))
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        return Err(Error::user(format!(
+            "--channels-on-rows: no NNA layer named {} (the layer names are those of \
+             `nnac compile --dump-ir final`)",
+            unknown
+                .iter()
+                .map(|n| format!("'{n}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
     let host = host_op_lines(&program, &parted.compiled.report);
     if opts.host_ops == HostOps::Deny && !host.is_empty() {
         return Err(Error::user(format!(

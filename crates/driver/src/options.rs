@@ -60,6 +60,9 @@ pub struct CompileOptions {
     pub source_model: String,
     /// Ops the NNA cannot run: on the host, or an error.
     pub host_ops: HostOps,
+    /// Layers to run with their output channels on the MAC array's rows
+    /// (`BackendOptions::channels_on_rows`).
+    pub channels_on_rows: Vec<String>,
 }
 
 impl Default for CompileOptions {
@@ -74,6 +77,7 @@ impl Default for CompileOptions {
             resident_weights: "auto".to_string(),
             source_model: String::new(),
             host_ops: HostOps::Allow,
+            channels_on_rows: Vec::new(),
         }
     }
 }
@@ -95,6 +99,7 @@ pub fn backend_options(opts: &CompileOptions) -> Result<BackendOptions, Error> {
         source_model: opts.source_model.clone(),
         compiler_version: env!("CARGO_PKG_VERSION").to_string(),
         resident_weights: resident_weights(&opts.resident_weights)?,
+        channels_on_rows: opts.channels_on_rows.iter().cloned().collect(),
         ..Default::default()
     })
 }

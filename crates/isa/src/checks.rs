@@ -60,6 +60,24 @@ impl DotProduct {
         (h > 0 && w > 0).then_some((h, w))
     }
 
+    /// Dot-product terms per output value: `in_c / groups * kernel_h * kernel_w` (the
+    /// weight vectors of one channel group).
+    pub fn k_terms(&self) -> u64 {
+        u64::from(self.in_c / self.groups.max(1))
+            * u64::from(self.kernel_h)
+            * u64::from(self.kernel_w)
+    }
+
+    /// Bias and channel-parameter entries the tile reads: one per output channel, or
+    /// with `params_by_pixel` one per output pixel.
+    pub fn param_entries(&self) -> u32 {
+        if self.params_by_pixel {
+            self.pix_count
+        } else {
+            self.oc_count
+        }
+    }
+
     /// Height and width of the stored tensor (pooled when pooling is fused).
     pub fn stored_hw(&self) -> Option<(u32, u32)> {
         if self.pool == PoolKind::None {
@@ -103,6 +121,12 @@ impl DotProduct {
             "pixel",
         )?;
         check_tile(self.oc_start, self.oc_count, self.out_c.into(), "channel")?;
+        if self.w_pitch != 0 && self.w_pitch < self.oc_count {
+            return Err(CheckError::WeightPitch {
+                w_pitch: self.w_pitch,
+                oc_count: self.oc_count,
+            });
+        }
         let [i, o] = self.act_layouts()?;
         i.check("input")?;
         o.check("output")

@@ -178,6 +178,8 @@ pub enum CheckError {
     },
     /// A flag index at or above the hardware's flag count.
     Flag { flag: u32, hw_flags: u32 },
+    /// `w_pitch` below the tile's channel count: its weight vectors would overlap.
+    WeightPitch { w_pitch: u32, oc_count: u32 },
 }
 
 impl fmt::Display for CheckError {
@@ -237,6 +239,10 @@ impl fmt::Display for CheckError {
             CheckError::Flag { flag, hw_flags } => write!(
                 f,
                 "uses flag F{flag} but the hardware has {hw_flags} flags"
+            ),
+            CheckError::WeightPitch { w_pitch, oc_count } => write!(
+                f,
+                "w_pitch {w_pitch} is below oc_count {oc_count}: the tile's weight vectors overlap"
             ),
         }
     }

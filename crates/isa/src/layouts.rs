@@ -136,6 +136,8 @@ layout! {
         order: Order = [756, 1, Enum];
         /// average pooling divides by the full window including padding
         pool_count_pad: bool = [757, 1, Bool];
+        /// bias and channel-parameter entries are per output pixel (from pix_start), not per channel
+        params_by_pixel: bool = [758, 1, Bool];
         /// input zero point: the code read for padded input positions
         in_zero: i16 = [760, 16, Dec, -128..=255];
         /// output zero point: pad value for average pooling
@@ -162,6 +164,8 @@ layout! {
         in_chan_pitch: u32 = [816, 28, Dec];
         /// output bytes between channels
         out_chan_pitch: u32 = [844, 28, Dec];
+        /// bytes between the tile's weight vectors (0: blocks of mac_cols-byte vectors)
+        w_pitch: u32 = [872, 24, Dec];
     }
 }
 

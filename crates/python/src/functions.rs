@@ -125,7 +125,8 @@ fn preprocess(mean: Option<Vec<f32>>, scale: f32, bgr: bool, resize: Option<Stri
     calib_method="mse", percentile=99.99, bias_correction="depthwise",
     weight_rounding="nearest", requant="fixed", resident_weights="auto", verify_each=false,
     mean=None, scale=1.0, bgr=false, resize=None, dump_ir=None, dump_dir=None,
-    quant_report=false, host_ops="allow", float_layers=None, auto_float=None))]
+    quant_report=false, host_ops="allow", float_layers=None, auto_float=None,
+    channels_on_rows=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn compile(
     py: Python<'_>,
@@ -151,6 +152,7 @@ pub fn compile(
     host_ops: &str,
     float_layers: Option<Vec<String>>,
     auto_float: Option<usize>,
+    channels_on_rows: Option<Vec<String>>,
 ) -> PyResult<Program> {
     let model = model_args(model, weights, input_shapes)?;
     let specs = calib_specs(calib)?;
@@ -178,6 +180,7 @@ pub fn compile(
         resident_weights: resident_weights.to_string(),
         source_model: model.model.display().to_string(),
         host_ops: stages::HostOps::parse(host_ops).py()?,
+        channels_on_rows: channels_on_rows.unwrap_or_default(),
     };
     let r = py
         .detach(|| stages::compile(&model, &specs, &pre, &hw, &opts))

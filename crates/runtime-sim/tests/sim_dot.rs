@@ -349,6 +349,8 @@ fn build(c: &Case, seed: u64, bias_scale: i32) -> Built {
         pool_pad_right: pp[3],
         in_pad_hint: 0,
         out_pad_hint: 0,
+        params_by_pixel: false,
+        w_pitch: 0,
     };
     let instr = match c.op {
         "CONV" => Instr::Conv(d),

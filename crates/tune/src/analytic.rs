@@ -277,6 +277,7 @@ mod tests {
             in_bytes: p * terms,
             out_bytes: p * oc,
             param_bytes: oc * terms,
+            matmul: true,
         }
     }
 

@@ -90,6 +90,18 @@ impl ExactModel {
         let mut models = Vec::new();
         for (m, e) in self.models.iter().zip(est) {
             let name = &m.workload.name;
+            // The mapping knob: the layers the analytical model turns channels-on-rows.
+            let opts = BackendOptions {
+                channels_on_rows: if design.knobs.mapping {
+                    crate::mapping::changes(std::slice::from_ref(&m.workload), &design.hw)
+                        .into_iter()
+                        .map(|c| c.layer)
+                        .collect()
+                } else {
+                    Default::default()
+                },
+                ..opts.clone()
+            };
             let (program, _) =
                 nnac_backend_nna::lower(&m.graph, &design.hw, &opts).map_err(|error| {
                     EvalError::Lower {

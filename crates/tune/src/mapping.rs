@@ -1,12 +1,12 @@
-//! The mapping knob: per matrix-product layer (a 1x1 stride-1 convolution or an inner
-//! product), lay the output channels on the array's rows and the pixels on its
-//! columns instead of the other way round, when that takes fewer cycles. It is the
-//! patent's "reshape a low-utilization layer" transformation in the form this
+//! The mapping knob: per matrix-product layer (a 1x1, stride-1, unpadded, ungrouped,
+//! unpooled convolution), lay the output channels on the array's rows and the pixels
+//! on its columns instead of the other way round, when that takes fewer cycles. It is
+//! the patent's "reshape a low-utilization layer" transformation in the form this
 //! array admits: a late 1x1 layer of 7 x 7 = 49 pixels fills 49 of 192 rows, but
 //! its 2048 channels fill all of them (the compiler already runs a global pool this
-//! way, `gap.rs`). The analytical model prices it; the backend does not emit it for
-//! convolutions yet, so the exact model times every layer in the compiler's
-//! orientation (docs/TUNE.md says so).
+//! way, `gap.rs`). The analytical model picks the layers; the exact tier compiles
+//! them turned (`BackendOptions::channels_on_rows`, the backend's
+//! `lower/channels_on_rows.rs`), and `nnac compile --channels-on-rows` does the same.
 
 use crate::analytic::{best_orientation, Machine, Orientation};
 use crate::workload::Workload;

@@ -68,7 +68,7 @@ pub fn hw_toml(r: &Results, i: usize) -> String {
         }
     );
     if d.knobs.mapping {
-        s.push_str("# mapping = auto: layers turned channels-on-rows are in results.json `mapping` (analytical; the backend does not emit it yet)\n");
+        s.push_str("# mapping = auto: the exact tier compiled each model with `--channels-on-rows LAYER,...`, the 1x1 layers the analytical model turns on this design (for the best design with the knob on, results.json `mapping` lists them)\n");
     }
     s.push_str(&d.hw.to_toml());
     s
@@ -393,7 +393,7 @@ pub fn summary(r: &Results) -> String {
     if !r.mapping.is_empty() {
         let _ = writeln!(
             s,
-            "mapping knob (analytic) turns {} layer(s) channels-on-rows:",
+            "mapping knob turns {} layer(s) channels-on-rows (analytical cycles; the exact tier compiles them turned):",
             r.mapping.len()
         );
         for c in r.mapping.iter().take(12) {

@@ -35,6 +35,10 @@ pub struct LayerShape {
     pub in_bytes: u64,
     pub out_bytes: u64,
     pub param_bytes: u64,
+    /// A 1x1, stride-1, unpadded, ungrouped, unpooled convolution: a plain matrix
+    /// product the backend can run with its channels on the rows (`mapping.rs`).
+    #[serde(default)]
+    pub matmul: bool,
 }
 
 impl LayerShape {
@@ -58,10 +62,11 @@ impl LayerShape {
         self.dot && self.pixels() == 1 && self.groups > 1 && self.groups == self.out_c
     }
 
-    /// A 1x1, stride-1 convolution or an inner product: a plain matrix product whose
-    /// pixels and channels may trade places on the array (`mapping.rs`).
+    /// A 1x1, stride-1, unpadded, ungrouped, unpooled convolution: a plain matrix
+    /// product whose pixels and channels may trade places on the array
+    /// (`mapping.rs`; the backend's `lower/channels_on_rows.rs`).
     pub fn is_matmul(&self) -> bool {
-        self.dot && self.taps == 1 && self.groups == 1 && self.stride_w == 1 && self.stride_h == 1
+        self.dot && self.matmul
     }
 }
 
@@ -158,6 +163,16 @@ fn layer_shape(g: &Graph, id: nnac_ir::NodeId) -> Result<Option<LayerShape>, Lay
     let shape = match op {
         NnaOp::Dot(d) => {
             let [oc, _, _] = chw(&out);
+            let matmul = match &d.kind {
+                DotKind::Conv(a) => {
+                    a.kernel.iter().all(|&k| k == 1)
+                        && a.strides.iter().all(|&s| s == 1)
+                        && a.pads.iter().all(|&p| p == 0)
+                        && a.group <= 1
+                        && d.pool.is_none()
+                }
+                DotKind::Deconv(_) | DotKind::Inner => false,
+            };
             let (out_h, out_w, groups, taps, sw, sh) = match &d.kind {
                 DotKind::Conv(a) => {
                     let k = |i: usize| a.kernel.get(i).copied().unwrap_or(1) as u64;
@@ -204,6 +219,7 @@ fn layer_shape(g: &Graph, id: nnac_ir::NodeId) -> Result<Option<LayerShape>, Lay
                 in_bytes: act_in,
                 out_bytes,
                 param_bytes,
+                matmul,
             }
         }
         NnaOp::Scale(_)
@@ -242,6 +258,7 @@ fn layer_shape(g: &Graph, id: nnac_ir::NodeId) -> Result<Option<LayerShape>, Lay
                 in_bytes: act_in,
                 out_bytes,
                 param_bytes,
+                matmul: false,
             }
         }
         NnaOp::Concat { .. } | NnaOp::Host(_) => return Ok(None),

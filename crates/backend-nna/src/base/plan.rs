@@ -21,6 +21,9 @@ pub(crate) struct Plan {
     /// the streamed ones need little SRAM and partial pinning
     /// ([`crate::place::resident::pin_some`]) can pin chunk by chunk.
     pub weight_chunk: Option<u64>,
+    /// Layers (by name) to run with their output channels on the MAC array's rows
+    /// where they can (`BackendOptions::channels_on_rows`, `lower/channels_on_rows.rs`).
+    pub channels_on_rows: BTreeSet<String>,
 }
 
 impl Plan {

@@ -65,6 +65,9 @@ pub(crate) struct Lowered {
     /// Buffers read whole from DRAM (the graph input, host-op results) that
     /// `bands::reads` may read in bands of rows instead, with their layout.
     pub read_cands: Vec<ReadCand>,
+    /// Layers lowered with their output channels on the rows
+    /// (`lower/channels_on_rows.rs`).
+    pub turned: Vec<String>,
 }
 
 pub(crate) struct Walk<'g> {
@@ -103,6 +106,7 @@ impl<'g> Walk<'g> {
                 host_ops: Vec::new(),
                 banded: BTreeSet::new(),
                 read_cands: Vec::new(),
+                turned: Vec::new(),
             },
             vals: BTreeMap::new(),
             step: 0,

@@ -8,6 +8,7 @@ use crate::base::params::{acc_bound, chan_table, i32_bytes, weight_blocks};
 use crate::base::spill_state::Src;
 use crate::base::walk::{LayerTiles, Walk};
 use crate::error::{Limit, Refusal};
+use crate::lower::channels_on_rows;
 use crate::lower::fields::{
     check_stored, conv_geometry, deconv_geometry, dot_base, i16_of, out_fields, pool_fields, u32_of,
 };
@@ -171,6 +172,19 @@ pub(crate) fn dot<'g>(walk: &mut Walk<'g>, id: NodeId, d: &DotOp) -> Result<(), 
         }
         _ => None,
     };
+    let turned = match &d.kind {
+        DotKind::Conv(_)
+            if walk
+                .out
+                .sp
+                .plan
+                .channels_on_rows
+                .contains(&walk.g.node(id).name) =>
+        {
+            channels_on_rows::turn(&t, x.act(), &w, &bias, &entries)?
+        }
+        _ => None,
+    };
     let params = DotParams {
         weights: wbytes,
         bias,
@@ -184,14 +198,43 @@ pub(crate) fn dot<'g>(walk: &mut Walk<'g>, id: NodeId, d: &DotOp) -> Result<(), 
         (t, params),
         (ins[0], x),
         d.pool.is_some(),
-        gap,
+        Alternative::of(gap, turned),
     )
 }
 
+/// Another form of a dot-product layer than the compiler's orientation, used when
+/// the layer needs no split.
+enum Alternative {
+    None,
+    /// A global pool with the channels as output pixels (`gap.rs`).
+    ChannelsAsPixels(DotProduct, DotParams),
+    /// A 1x1 convolution with its output channels on the rows
+    /// (`channels_on_rows.rs`), if the placed input and output allow it.
+    ChannelsOnRows(DotProduct, DotParams),
+}
+
+/// Which form a layer is lowered in.
+#[derive(Clone, Copy)]
+enum Form {
+    /// Output pixels on the rows, channels on the columns.
+    Compiler,
+    ChannelsAsPixels,
+    ChannelsOnRows,
+}
+
+impl Alternative {
+    fn of(gap: Option<(DotProduct, DotParams)>, turned: Option<(DotProduct, DotParams)>) -> Self {
+        match (gap, turned) {
+            (Some((t, p)), _) => Alternative::ChannelsAsPixels(t, p),
+            (None, Some((t, p))) => Alternative::ChannelsOnRows(t, p),
+            (None, None) => Alternative::None,
+        }
+    }
+}
+
 /// Loads the parameters, places the output and pushes the tiled job; a layer
-/// whose working set exceeds its SRAM budget is split (`split.rs`). `gap` is the
-/// channels-as-pixels form of a global pool (`gap.rs`), used when no split is
-/// needed.
+/// whose working set exceeds its SRAM budget is split (`split.rs`). `alt` is the
+/// layer's other form, used when no split is needed.
 fn finish_dot<'g>(
     walk: &mut Walk<'g>,
     id: NodeId,
@@ -199,7 +242,7 @@ fn finish_dot<'g>(
     (mut t, p): (DotProduct, DotParams),
     (xv, x): (Value, Src),
     pooled: bool,
-    gap: Option<(DotProduct, DotParams)>,
+    alt: Alternative,
 ) -> Result<(), Refusal> {
     let name = walk.g.node(id).name.clone();
     let cols = walk.hw.mac_cols as usize;
@@ -240,30 +283,51 @@ fn finish_dot<'g>(
         };
         return split::dot_split(walk, d, x, out, choice, mnemonic);
     }
-    let is_gap = gap.is_some();
-    let (mut t, p) = gap.unwrap_or((t, p));
     spill::materialize(walk, id, xv);
     let x = walk
         .use_value(xv)
         .ok_or(Refusal::NotActivation { operand: "input" })?;
+    // The turned form reads the input's planes as weight vectors: only if the
+    // placed input and the output's layout allow it.
+    let alt = match alt {
+        Alternative::ChannelsOnRows(mut tt, pt) => {
+            let y = walk.act_of(id).map_err(Refusal::from)?;
+            if channels_on_rows::layouts_fit(&x.act, &y) {
+                tt.w_pitch = x.act.chan_pitch;
+                Alternative::ChannelsOnRows(tt, pt)
+            } else {
+                Alternative::None
+            }
+        }
+        a => a,
+    };
+    let (mut t, p, form) = match alt {
+        Alternative::None => (t, p, Form::Compiler),
+        Alternative::ChannelsAsPixels(g, gp) => (g, gp, Form::ChannelsAsPixels),
+        Alternative::ChannelsOnRows(r, rp) => (r, rp, Form::ChannelsOnRows),
+    };
     let wb = walk.param(&name, &p.weights);
     let bb = walk.param(&name, &i32_bytes(&p.bias));
     let cb = walk.param(&name, &chan_table(&p.entries));
     let out = walk.define(id).map_err(Refusal::from)?;
-    if is_gap {
-        crate::lower::gap::out_fields(&mut t, &out.act)?;
-    } else {
-        check_stored(&t, &out.act)?;
-        out_fields(&mut t, &out.act)?;
+    match form {
+        Form::ChannelsAsPixels => crate::lower::gap::out_fields(&mut t, &out.act)?,
+        Form::ChannelsOnRows => {
+            channels_on_rows::out_fields(&mut t, &out.act)?;
+            walk.out.turned.push(name.clone());
+        }
+        Form::Compiler => {
+            check_stored(&t, &out.act)?;
+            out_fields(&mut t, &out.act)?;
+        }
     }
+    // The turned form's operands trade places: the weight matrix is the input.
+    let (in_loc, w_loc) = match form {
+        Form::ChannelsOnRows => (Loc::start(wb), x.loc()),
+        Form::Compiler | Form::ChannelsAsPixels => (x.loc(), Loc::start(wb)),
+    };
     if pooled && !crate::schedule::seq_tiles::whole_fits(&t, opcode, walk.hw.mac_rows) {
-        let bufs = [
-            x.loc(),
-            Loc::start(wb),
-            out.loc(),
-            Loc::start(bb),
-            Loc::start(cb),
-        ];
+        let bufs = [in_loc, w_loc, out.loc(), Loc::start(bb), Loc::start(cb)];
         return pool_apart::pool_apart(walk, &name, opcode, t, bufs, &out.act, p.block, mnemonic);
     }
     let pixels = t.out_h * t.out_w;
@@ -290,13 +354,7 @@ fn finish_dot<'g>(
         kind: JobKind::Dot {
             opcode,
             t,
-            bufs: [
-                x.loc(),
-                Loc::start(wb),
-                out.loc(),
-                Loc::start(bb),
-                Loc::start(cb),
-            ],
+            bufs: [in_loc, w_loc, out.loc(), Loc::start(bb), Loc::start(cb)],
             block: p.block,
             w_group0: 0,
             tiles: tl,
@@ -377,7 +435,7 @@ fn scale_as_conv<'g>(
         (t, params),
         (ins[0], x),
         true,
-        None,
+        Alternative::None,
     )
 }
 

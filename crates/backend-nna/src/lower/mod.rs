@@ -9,6 +9,7 @@
 //! **Boundary**: depends on `base`, `place` and `schedule`; nothing but the crate
 //! root depends on it.
 
+pub(crate) mod channels_on_rows;
 pub(crate) mod copy;
 pub(crate) mod depth_to_space;
 pub(crate) mod dot;

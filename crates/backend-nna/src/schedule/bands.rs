@@ -175,7 +175,8 @@ fn dma_costs(hw: &HwConfig) -> (f64, f64) {
 /// How many input rows (from the top, of `h`) tile `t` of a compute job reads: a
 /// convolution's kernel windows of its (pre-pool) output rows, pooled or not
 /// (a pooled one in bands of pooled rows, `pool_bands.rs`), the same rows for SCALE
-/// and ELTWISE, all of them for DECONV and INNER_PRODUCT.
+/// and ELTWISE, all of them for DECONV, INNER_PRODUCT and a convolution run with its
+/// channels on the rows (its activation is read as weight vectors).
 fn need_rows(kind: &JobKind, t: &Tile, h: u32) -> u32 {
     let last = |w: u32| (t.pix_start + t.pix_count.max(1) - 1) / w.max(1);
     match kind {
@@ -183,7 +184,7 @@ fn need_rows(kind: &JobKind, t: &Tile, h: u32) -> u32 {
             opcode: DotOpcode::Conv,
             t: d,
             ..
-        } => {
+        } if d.w_pitch == 0 => {
             let bottom = last(d.out_w) * d.stride_h + (d.kernel_h - 1) * d.dil_h + 1;
             bottom.saturating_sub(d.pad_top).min(h)
         }

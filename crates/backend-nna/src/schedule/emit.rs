@@ -27,11 +27,22 @@ fn dot_tile(
     let mut d = t.clone();
     let oc = u64::from(tile.c_start);
     d.in_addr = addr(addrs, bufs[0], 0);
-    let group = oc / u64::from(cols) - u64::from(w_group0);
-    d.w_addr = addr(addrs, bufs[1], group * u64::from(block));
+    d.w_addr = if t.w_pitch != 0 {
+        // The tile's vectors start at its first channel's byte (`channels_on_rows.rs`).
+        addr(addrs, bufs[1], oc)
+    } else {
+        let group = oc / u64::from(cols) - u64::from(w_group0);
+        addr(addrs, bufs[1], group * u64::from(block))
+    };
     d.out_addr = addr(addrs, bufs[2], 0);
-    d.bias_addr = addr(addrs, bufs[3], 4 * oc);
-    d.chan_addr = addr(addrs, bufs[4], 16 * oc);
+    // Bias and channel entries of the tile's first channel, or first pixel.
+    let entry = if t.params_by_pixel {
+        u64::from(tile.pix_start)
+    } else {
+        oc
+    };
+    d.bias_addr = addr(addrs, bufs[3], 4 * entry);
+    d.chan_addr = addr(addrs, bufs[4], 16 * entry);
     d.pix_start = tile.pix_start;
     d.pix_count = tile.pix_count;
     d.oc_start = tile.c_start;

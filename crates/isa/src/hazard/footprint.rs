@@ -225,11 +225,25 @@ fn dot(d: &DotProduct, kind: DotKind, hw: &HwConfig) -> Footprint {
         let t = Act::new(d.in_addr, d.in_row_pitch, d.in_pix_pitch, d.in_chan_pitch);
         t.rect(inp.rect, inp.c0, inp.channels, &mut reads);
     }
-    reads.push(range(d.w_addr, weight_bytes(d, hw.mac_cols)));
-    if d.bias_en {
-        reads.push(range(d.bias_addr, 4 * u64::from(d.oc_count)));
+    if d.w_pitch == 0 {
+        reads.push(range(d.w_addr, weight_bytes(d, hw.mac_cols)));
+    } else {
+        // K vectors of the tile's `oc_count` channels, `w_pitch` bytes apart.
+        Grid {
+            base: d.w_addr.into(),
+            rows: d.k_terms(),
+            row_pitch: d.w_pitch.into(),
+            pixels: 1,
+            pix_pitch: 0,
+            len: d.oc_count.into(),
+        }
+        .emit(&mut reads);
     }
-    reads.extend(chan_table(d.chan_addr, d.oc_count, &d.simd));
+    let entries = d.param_entries();
+    if d.bias_en {
+        reads.push(range(d.bias_addr, 4 * u64::from(entries)));
+    }
+    reads.extend(chan_table(d.chan_addr, entries, &d.simd));
     let out = Act::new(
         d.out_addr,
         d.out_row_pitch,

@@ -128,12 +128,17 @@ pub fn dot_input(d: &DotProduct, kind: DotKind) -> Option<DotInput> {
     })
 }
 
-/// Bytes of the weight blocks a tile reads (all output-channel groups it spans).
+/// Bytes from `w_addr` to the end of the last weight a tile reads: the weight blocks
+/// of all output-channel groups it spans, or with a `w_pitch` its `K` vectors of
+/// `oc_count` bytes.
 pub fn weight_bytes(d: &DotProduct, mac_cols: u32) -> u64 {
+    let k = d.k_terms();
+    if d.w_pitch != 0 {
+        return (k.max(1) - 1) * u64::from(d.w_pitch) + u64::from(d.oc_count);
+    }
     let cols = u64::from(mac_cols.max(1));
     let q0 = u64::from(d.oc_start) / cols;
     let q1 = (u64::from(d.oc_start) + u64::from(d.oc_count) - 1) / cols;
-    let k = u64::from(d.in_c / d.groups) * u64::from(d.kernel_h) * u64::from(d.kernel_w);
     (q1 - q0 + 1) * k * cols
 }
 

@@ -156,7 +156,7 @@ impl DotPrep {
                 TileWeights::Exact(wt)
             }
         };
-        let table = ChannelTable::read(sram, d, g.oc_count, &d.simd)?;
+        let table = ChannelTable::read(sram, d, d.param_entries().into(), &d.simd)?;
         Ok(DotPrep {
             geom: g,
             weights,
@@ -165,25 +165,22 @@ impl DotPrep {
     }
 }
 
-/// SRAM byte ranges `[lo, hi)` a [`DotPrep`] of `d` reads: weights, bias, channel
-/// table (`mac_cols` as in the hardware configuration).
+/// SRAM byte ranges `[lo, hi)` a [`DotPrep`] of `d` reads: weights (with a `w_pitch`,
+/// the span from the first vector to the last), bias, channel table (`mac_cols` as in
+/// the hardware configuration).
 pub fn param_ranges(d: &DotProduct, mac_cols: u32) -> Vec<(u64, u64)> {
     let at = |addr: u32, len: u64| (u64::from(addr), u64::from(addr) + len);
-    let oc_count = u64::from(d.oc_count);
-    if oc_count == 0 {
+    if d.oc_count == 0 {
         return Vec::new();
     }
-    let k = u64::from(d.in_c / d.groups.max(1)) * u64::from(d.kernel_h) * u64::from(d.kernel_w);
-    let w = super::weights::block_bytes(k, d.oc_start.into(), oc_count, mac_cols.into());
+    let w = nnac_isa::hazard::geometry::weight_bytes(d, mac_cols);
+    let entries = u64::from(d.param_entries());
     let mut v = vec![at(d.w_addr, w)];
     if d.bias_en {
-        v.push(at(d.bias_addr, 4 * oc_count));
+        v.push(at(d.bias_addr, 4 * entries));
     }
     if nnac_isa::simd::exec::uses_chan_params(&d.simd) {
-        v.push(at(
-            d.chan_addr,
-            nnac_isa::ChanParams::SIZE as u64 * oc_count,
-        ));
+        v.push(at(d.chan_addr, nnac_isa::ChanParams::SIZE as u64 * entries));
     }
     v
 }
@@ -335,8 +332,18 @@ pub fn execute_prepared(
             .zip(acc.chunks_exact(oc_count))
             .enumerate()
         {
-            if super::wrap_row(arow, &table.bias, hw.acc_bits, &mut wrapped) {
-                for (c, (&a, &b)) in arow.iter().zip(&table.bias).enumerate() {
+            // With `params_by_pixel` every channel of the row takes the pixel's entry.
+            let (pixel_table, pixel_post);
+            let (bias, post) = if d.params_by_pixel {
+                let i = (pixels.start - g.pix.start) as usize + p;
+                pixel_table = table.splat(i, oc_count);
+                pixel_post = Post::new(&d.simd, d.out_signed, &pixel_table.chan);
+                (&pixel_table.bias, &pixel_post)
+            } else {
+                (&table.bias, &post)
+            };
+            if super::wrap_row(arow, bias, hw.acc_bits, &mut wrapped) {
+                for (c, (&a, &b)) in arow.iter().zip(bias).enumerate() {
                     if super::wrap(a + b, hw.acc_bits).1 {
                         st.note_overflow(pixels.start + p as u64, g.oc_start + c as u64);
                     }

@@ -39,6 +39,8 @@ pub struct DotGeom {
     pub oc_count: u64,
     /// MAC array columns: output channels per weight group.
     pub mac_cols: u64,
+    /// Bytes between the tile's weight vectors (`w_pitch`; 0: the dense blocks).
+    pub w_pitch: u64,
     pub input: ActView,
     pub output: ActView,
     pub pool: Option<PoolGeom>,
@@ -182,6 +184,7 @@ impl DotGeom {
             oc_start: u(d.oc_start),
             oc_count: u(d.oc_count),
             mac_cols: u(hw.mac_cols),
+            w_pitch: u(d.w_pitch),
             input: ActView::new(d.in_addr, d.in_row_pitch, d.in_pix_pitch, d.in_chan_pitch),
             output: ActView::new(
                 d.out_addr,
@@ -198,8 +201,11 @@ impl DotGeom {
         self.icpg * self.kh * self.kw
     }
 
-    /// Bytes of the weight blocks the tile reads.
+    /// Bytes from `w_addr` to the end of the last weight the tile reads.
     pub fn weight_bytes(&self) -> u64 {
+        if self.w_pitch != 0 {
+            return (self.k_terms().max(1) - 1) * self.w_pitch + self.oc_count;
+        }
         super::weights::block_bytes(self.k_terms(), self.oc_start, self.oc_count, self.mac_cols)
     }
 

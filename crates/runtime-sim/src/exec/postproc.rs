@@ -49,6 +49,15 @@ impl ChannelTable {
             chan: read_chan(sram, d.chan_addr, count, program)?,
         })
     }
+
+    /// Entry `i` repeated for `n` channels: the row of output pixel `i` of a tile
+    /// whose parameters are per pixel (`params_by_pixel`).
+    pub fn splat(&self, i: usize, n: usize) -> ChannelTable {
+        ChannelTable {
+            bias: vec![self.bias[i]; n],
+            chan: vec![self.chan[i]; n],
+        }
+    }
 }
 
 /// The SIMD stage of one instruction, for the channels of its tile.

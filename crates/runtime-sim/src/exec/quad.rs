@@ -92,7 +92,7 @@ pub fn quad_weights(g: &DotGeom, bytes: &[u8], kpad: usize) -> QuadWeights {
     let mut w = QuadWeights::zeroed(g.oc_count as usize, kpad);
     let sram_term = |kk: usize| (kk % icpg) * taps + kk / icpg;
     let mut sums = vec![0i32; g.oc_count as usize];
-    let zeros = vec![0u8; g.mac_cols as usize];
+    let zeros = vec![0u8; g.oc_count as usize];
     for run in weight_runs(g) {
         let (c0, n) = (run.c0, run.n);
         // The run's weights of term kk (zero past K).

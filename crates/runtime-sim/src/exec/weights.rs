@@ -5,7 +5,9 @@
 //! group `q` holds channels `q*cols .. q*cols + cols`. Group `q` is a block of `K`
 //! vectors of `cols` bytes; vector `t = (ic*kernel_h + ky)*kernel_w + kx` holds at byte
 //! `j` the weight of channel `q*cols + j`. `w_addr` is the block of group
-//! `q0 = oc_start / cols`; group `q` is at `w_addr + (q - q0)*K*cols`.
+//! `q0 = oc_start / cols`; group `q` is at `w_addr + (q - q0)*K*cols`. With a
+//! `w_pitch` the tile's weights are instead `K` vectors `w_pitch` bytes apart from
+//! `w_addr`, byte `j` of vector `t` the weight of channel `oc_start + j`.
 
 use super::dot_geom::DotGeom;
 use super::gemm::{pack_pair, PairWeights};
@@ -34,12 +36,21 @@ pub struct WeightRun {
     pub c0: usize,
     /// Channels in the run.
     pub n: usize,
-    /// Bytes from one term's vector to the next (`mac_cols`).
+    /// Bytes from one term's vector to the next (`mac_cols`, or `w_pitch`).
     pub cols: usize,
 }
 
-/// The tile's channels as runs, one per weight group it touches.
+/// The tile's channels as runs, one per weight group it touches (one run of all of
+/// them with a `w_pitch`).
 pub fn weight_runs(g: &DotGeom) -> Vec<WeightRun> {
+    if g.w_pitch != 0 {
+        return vec![WeightRun {
+            off: 0,
+            c0: 0,
+            n: g.oc_count as usize,
+            cols: g.w_pitch as usize,
+        }];
+    }
     let k = g.k_terms();
     let cols = g.mac_cols;
     let mut runs = Vec::new();
@@ -65,16 +76,15 @@ pub fn pair_weights(g: &DotGeom, bytes: &[u8], signed: bool, kpad: usize) -> Pai
     let k = g.k_terms() as usize;
     let (icpg, taps) = (g.icpg as usize, (g.kh * g.kw) as usize);
     let runs = weight_runs(g);
-    let cols = g.mac_cols as usize;
     // SRAM term (ic-major) of patch term kk; terms past K read as zero.
     let sram_term = |kk: usize| (kk < k).then(|| (kk % icpg) * taps + kk / icpg);
-    let zeros = vec![0u8; cols];
+    let zeros = vec![0u8; g.oc_count as usize];
     let mut w = PairWeights::zeroed(g.oc_count as usize, kpad);
     for k2 in 0..k.div_ceil(2) {
         let row = w.pair_row_mut(k2);
         for r in &runs {
             let vec_of = |t: Option<usize>| match t {
-                Some(t) => &bytes[r.off + t * cols..r.off + t * cols + r.n],
+                Some(t) => &bytes[r.off + t * r.cols..r.off + t * r.cols + r.n],
                 None => &zeros[..r.n],
             };
             let (lo, hi) = (vec_of(sram_term(2 * k2)), vec_of(sram_term(2 * k2 + 1)));
