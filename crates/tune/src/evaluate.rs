@@ -50,6 +50,7 @@ pub fn analytic(workloads: &[Workload], costs: &CostModel, design: &Design) -> M
                 energy_j: costs.energy_j(&act, area),
                 utilization: util(e.macs, e.cycles, design),
                 dram_bytes: e.dram_bytes,
+                channels_on_rows: Vec::new(),
             }
         })
         .collect();
@@ -102,7 +103,7 @@ impl ExactModel {
                 },
                 ..opts.clone()
             };
-            let (program, _) =
+            let (program, report) =
                 nnac_backend_nna::lower(&m.graph, &design.hw, &opts).map_err(|error| {
                     EvalError::Lower {
                         model: name.clone(),
@@ -130,6 +131,7 @@ impl ExactModel {
                 energy_j: costs.energy_j(&act, area),
                 utilization: p.mac_utilization(),
                 dram_bytes: dram,
+                channels_on_rows: report.channels_on_rows,
             });
         }
         let weights: Vec<f64> = self.models.iter().map(|m| m.workload.weight).collect();

@@ -59,6 +59,10 @@ pub struct ModelMetrics {
     /// Useful MACs / (cycles x rows x cols).
     pub utilization: f64,
     pub dram_bytes: u64,
+    /// Layers the exact tier compiled with their channels on the rows (the mapping
+    /// knob; `nnac compile --channels-on-rows`). Empty for analytical figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub channels_on_rows: Vec<String>,
 }
 
 /// The figures of the mix on one design.

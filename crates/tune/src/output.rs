@@ -2,7 +2,7 @@
 //! TOML per front point (`hw/front-NN.toml`, ready for `nnac compile --hw`), and the
 //! text summary.
 
-use crate::objective::Metrics;
+use crate::objective::{Metrics, ModelMetrics};
 use crate::results::{CostTier, Exact, PointRecord, Results};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -68,7 +68,26 @@ pub fn hw_toml(r: &Results, i: usize) -> String {
         }
     );
     if d.knobs.mapping {
-        s.push_str("# mapping = auto: the exact tier compiled each model with `--channels-on-rows LAYER,...`, the 1x1 layers the analytical model turns on this design (for the best design with the knob on, results.json `mapping` lists them)\n");
+        let turned: Vec<&ModelMetrics> = m
+            .models
+            .iter()
+            .filter(|mm| !mm.channels_on_rows.is_empty())
+            .collect();
+        if turned.is_empty() {
+            s.push_str("# mapping = auto: no layer compiled channels-on-rows (none gains, or analytical figures only)\n");
+        } else {
+            s.push_str(
+                "# mapping = auto: add the layers the exact tier turned channels-on-rows:\n",
+            );
+        }
+        for mm in turned {
+            let _ = writeln!(
+                s,
+                "#   {}: --channels-on-rows {}",
+                mm.name,
+                mm.channels_on_rows.join(",")
+            );
+        }
     }
     s.push_str(&d.hw.to_toml());
     s
