@@ -193,7 +193,7 @@ pub fn layer_compute(s: &LayerShape, m: &Machine, o: Orientation) -> Compute {
 }
 
 /// The orientation the mapping knob picks for a layer: channels on the rows when the
-/// layer is a matrix product and that is faster.
+/// layer is a matrix product and that takes fewer array slots and cycles.
 pub fn best_orientation(s: &LayerShape, m: &Machine, mapping: bool) -> (Orientation, Compute) {
     if s.is_channel_pool() {
         return (
@@ -206,7 +206,10 @@ pub fn best_orientation(s: &LayerShape, m: &Machine, mapping: bool) -> (Orientat
         return (Orientation::PixelsOnRows, normal);
     }
     let turned = layer_compute(s, m, Orientation::ChannelsOnRows);
-    if turned.cycles < normal.cycles {
+    // Turned only where it fills the array better (fewer MAC-array slots), not for
+    // the few cycles the model's unload terms may differ by: on a square array the
+    // slots are the same either way and the exact model found such turns slower.
+    if turned.slice_cycles < normal.slice_cycles && turned.cycles < normal.cycles {
         (Orientation::ChannelsOnRows, turned)
     } else {
         (Orientation::PixelsOnRows, normal)
@@ -317,6 +320,12 @@ mod tests {
         let n = layer_compute(&s, &m, Orientation::PixelsOnRows);
         assert!(c.cycles * 3 < n.cycles * 2, "{c:?} vs {n:?}");
         assert_eq!(best_orientation(&s, &m, false).0, Orientation::PixelsOnRows);
+        // On the square array the slots are the same either way: no turn.
+        let square = Machine::new(&HwConfig::fsd());
+        assert_eq!(
+            best_orientation(&s, &square, true).0,
+            Orientation::PixelsOnRows
+        );
     }
 
     #[test]

@@ -35,10 +35,11 @@ pub fn changes(workloads: &[Workload], hw: &HwConfig) -> Vec<MappingChange> {
     for w in workloads {
         for l in &w.layers {
             let (o, after) = best_orientation(&l.shape, &m, true);
-            if o == Orientation::PixelsOnRows {
+            let (o_before, before) = best_orientation(&l.shape, &m, false);
+            // A global pool runs channels-as-pixels with the knob off too.
+            if o == o_before {
                 continue;
             }
-            let (_, before) = best_orientation(&l.shape, &m, false);
             let u = |c: u64| l.shape.macs() as f64 / (c.max(1) as f64 * cells);
             out.push(MappingChange {
                 model: w.name.clone(),
