@@ -141,7 +141,8 @@ impl DotPrep {
     ) -> Result<DotPrep, ExecError> {
         let g = DotGeom::new(d, kind, hw)?;
         let k = g.k_terms() as usize;
-        let w_bytes = sram.slice(u64::from(d.w_addr), g.weight_bytes())?;
+        let w_len = nnac_isa::hazard::geometry::weight_bytes(d, hw.mac_cols);
+        let w_bytes = sram.slice(u64::from(d.w_addr), w_len)?;
         let exact_i32 = fits_i32(k as u64, max_code(d.in_signed), max_code(d.w_signed));
         // The byte kernel computes at least 16 channels of a group at a time: narrow
         // groups (depthwise convolutions) stay on the pair kernel's 16-channel blocks

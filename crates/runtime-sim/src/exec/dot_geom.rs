@@ -201,14 +201,6 @@ impl DotGeom {
         self.icpg * self.kh * self.kw
     }
 
-    /// Bytes from `w_addr` to the end of the last weight the tile reads.
-    pub fn weight_bytes(&self) -> u64 {
-        if self.w_pitch != 0 {
-            return (self.k_terms().max(1) - 1) * self.w_pitch + self.oc_count;
-        }
-        super::weights::block_bytes(self.k_terms(), self.oc_start, self.oc_count, self.mac_cols)
-    }
-
     /// Conv group of output channel `oc` (absolute).
     pub fn group_of(&self, oc: u64) -> u64 {
         oc / self.ocpg

@@ -19,13 +19,6 @@ pub fn weight_offset(oc: u64, t: u64, k_terms: u64, oc_start: u64, cols: u64) ->
     (q - q0) * k_terms * cols + t * cols + oc % cols
 }
 
-/// Bytes of the weight blocks a tile reads: every group from `oc_start`'s to the last
-/// channel's, whole.
-pub fn block_bytes(k_terms: u64, oc_start: u64, oc_count: u64, cols: u64) -> u64 {
-    let (q0, q1) = (oc_start / cols, (oc_start + oc_count - 1) / cols);
-    (q1 - q0 + 1) * k_terms * cols
-}
-
 /// A run of tile channels inside one weight group: for every term, their weights are
 /// one contiguous byte vector in SRAM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,9 +123,9 @@ mod tests {
     #[test]
     fn layout_is_aligned_to_absolute_channel_groups() {
         let (k, cols) = (5, 4);
-        // Tile of channels 6..11: groups 1 and 2 of 4 channels each.
-        assert_eq!(block_bytes(k, 6, 5, cols), 2 * 5 * 4);
-        let mut seen = vec![0u32; block_bytes(k, 6, 5, cols) as usize];
+        // Tile of channels 6..11: groups 1 and 2 of 4 channels each, two blocks of
+        // K vectors of 4 bytes.
+        let mut seen = [0u32; 2 * 5 * 4];
         for oc in 6..11 {
             for t in 0..k {
                 seen[weight_offset(oc, t, k, 6, cols) as usize] += 1;
