@@ -53,13 +53,27 @@ pub fn reserved_ranges<'a>(
     out
 }
 
-/// Errs if any bit of `buf` outside `specs` is set (reserved bits must be zero).
+/// Errs if any bit of `buf` outside `specs` is set (reserved bits must be zero),
+/// naming the first such bit and its reserved range.
 pub fn check_reserved<'a>(
     buf: &[u8],
     base: usize,
     mnemonic: &str,
-    specs: impl IntoIterator<Item = &'a FieldSpec>,
+    specs: impl IntoIterator<Item = &'a FieldSpec> + Clone,
 ) -> Result<(), DecodeError> {
+    // The fields' bits as a byte mask: one pass over the instruction's bytes.
+    let mut used = [0u8; 256];
+    let used = &mut used[..buf.len().min(256)];
+    let nbits = used.len() as u32 * 8;
+    for f in specs.clone() {
+        for b in f.offset..(f.offset + f.width).min(nbits) {
+            used[(b / 8) as usize] |= 1 << (b % 8);
+        }
+    }
+    let clean = buf.len() <= 256 && buf.iter().zip(used.iter()).all(|(&v, &m)| v & !m == 0);
+    if clean {
+        return Ok(());
+    }
     for (start, end) in reserved_ranges(buf.len(), specs) {
         for bit in start..end {
             if bits::get(buf, bit, 1) != 0 {

@@ -75,6 +75,39 @@ fn reserved_bits_must_be_zero() {
     assert!(e.message.contains("reserved bit 255"), "{e}");
 }
 
+/// A set bit deep in a long reserved range (a CONV's bits 896..2048, checked a zero
+/// byte at a time) is named exactly, as is the first of two.
+#[test]
+fn reserved_bits_of_long_ranges_are_named_exactly() {
+    let conv = Instr::Conv(DotProduct {
+        in_h: 1,
+        in_w: 1,
+        in_c: 1,
+        out_h: 1,
+        out_w: 1,
+        out_c: 1,
+        pix_count: 1,
+        oc_count: 1,
+        kernel_h: 1,
+        kernel_w: 1,
+        stride_h: 1,
+        stride_w: 1,
+        dil_h: 1,
+        dil_w: 1,
+        groups: 1,
+        ..DotProduct::default()
+    });
+    let mut s = conv.encode().unwrap();
+    s[1003 / 8] |= 1 << (1003 % 8);
+    s[2047 / 8] |= 0x80;
+    let e = decode_program(&s).unwrap_err();
+    assert_eq!(e.offset, 1003 / 8);
+    assert!(
+        e.message.contains("reserved bit 1003 (in bits 896..2048)"),
+        "{e}"
+    );
+}
+
 #[test]
 fn out_of_range_field_is_an_error() {
     let mut s = stream();
