@@ -51,12 +51,17 @@ pub(crate) fn is_matmul(t: &DotProduct) -> bool {
 /// weight vectors), and `y`'s pixels evenly spaced with its channel pitch within the
 /// 16-bit `out_pix_pitch`.
 pub(crate) fn layouts_fit(x: &Act, y: &Act) -> bool {
-    let rows_follow = |a: &Act| a.row_pitch == a.w * a.pix_pitch;
-    rows_follow(x)
-        && x.pix_pitch == 1
-        && x.chan_pitch <= MAX_W_PITCH
-        && rows_follow(y)
-        && y.chan_pitch <= MAX_OUT_PIX_PITCH
+    input_fits(x) && output_fits(y)
+}
+
+/// Each channel's pixels are consecutive bytes: its plane is a weight vector.
+fn input_fits(x: &Act) -> bool {
+    x.pix_pitch == 1 && x.row_pitch == x.w && x.chan_pitch <= MAX_W_PITCH
+}
+
+/// The pixels are evenly spaced and the channel pitch fits `out_pix_pitch`.
+fn output_fits(y: &Act) -> bool {
+    y.row_pitch == y.w * y.pix_pitch && y.chan_pitch <= MAX_OUT_PIX_PITCH
 }
 
 /// The turned template and parameters of the 1x1 convolution `t` over `x` (weights
@@ -70,7 +75,7 @@ pub(crate) fn turn(
     bias: &[i32],
     entries: &[[i32; 4]],
 ) -> Result<Option<(DotProduct, DotParams)>, Refusal> {
-    if !is_matmul(t) || x.pix_pitch != 1 || x.row_pitch != x.w || x.chan_pitch > MAX_W_PITCH {
+    if !is_matmul(t) || !input_fits(x) {
         return Ok(None);
     }
     let (cout, cin) = (t.out_c as usize, t.in_c as usize);
@@ -115,7 +120,7 @@ pub(crate) fn turn(
 /// Output fields of the turned instruction writing `y`: its "pixel" `oc` at the
 /// channel pitch, its "channel" `p` at the pixel pitch (one row: no row pitch).
 pub(crate) fn out_fields(t: &mut DotProduct, y: &Act) -> Result<(), Refusal> {
-    if y.row_pitch != y.w * y.pix_pitch || y.chan_pitch > MAX_OUT_PIX_PITCH {
+    if !output_fits(y) {
         return Err(Refusal::range(
             "channels-on-rows output channel pitch",
             y.chan_pitch,
