@@ -21,11 +21,9 @@ fn stream() -> Vec<u8> {
     encode_program(&[dma(), Instr::Stop(Stop::default())]).unwrap()
 }
 
-#[test]
-fn sizes_are_fixed() {
-    assert_eq!(dma().encode().unwrap().len(), 32);
-    assert_eq!(Instr::Stop(Stop::default()).encode().unwrap().len(), 32);
-    let mut c = DotProduct {
+/// The smallest valid CONV: one pixel, one channel, a 1x1 kernel.
+fn one_pixel_conv() -> DotProduct {
+    DotProduct {
         in_h: 1,
         in_w: 1,
         in_c: 1,
@@ -42,7 +40,14 @@ fn sizes_are_fixed() {
         dil_w: 1,
         groups: 1,
         ..Default::default()
-    };
+    }
+}
+
+#[test]
+fn sizes_are_fixed() {
+    assert_eq!(dma().encode().unwrap().len(), 32);
+    assert_eq!(Instr::Stop(Stop::default()).encode().unwrap().len(), 32);
+    let mut c = one_pixel_conv();
     assert_eq!(Instr::Conv(c.clone()).encode().unwrap().len(), 256);
     c.simd.push(SimdInstr::FusedRelu(Requant::default()));
     c.simd.push(SimdInstr::Mov(Alu::default()));
@@ -79,24 +84,7 @@ fn reserved_bits_must_be_zero() {
 /// byte at a time) is named exactly, as is the first of two.
 #[test]
 fn reserved_bits_of_long_ranges_are_named_exactly() {
-    let conv = Instr::Conv(DotProduct {
-        in_h: 1,
-        in_w: 1,
-        in_c: 1,
-        out_h: 1,
-        out_w: 1,
-        out_c: 1,
-        pix_count: 1,
-        oc_count: 1,
-        kernel_h: 1,
-        kernel_w: 1,
-        stride_h: 1,
-        stride_w: 1,
-        dil_h: 1,
-        dil_w: 1,
-        groups: 1,
-        ..DotProduct::default()
-    });
+    let conv = Instr::Conv(one_pixel_conv());
     let mut s = conv.encode().unwrap();
     s[1003 / 8] |= 1 << (1003 % 8);
     s[2047 / 8] |= 0x80;
