@@ -289,13 +289,18 @@ impl Session<'_, '_> {
             .position(|p| p.rec.segment as usize >= self.first_body)
             .unwrap_or(host_ops.len());
         let segs = self.first_body..self.engine.segment_count();
-        self.engine.run(sim.schedule, segs, &mut |k, dram, stats| {
-            while let Some(p) = host_ops.get(next).filter(|p| p.rec.segment as usize == k) {
-                host::run(p, dram)?;
-                stats.host_ops += 1;
-                next += 1;
-            }
-            Ok(())
+        let engine = &mut self.engine;
+        // On a worker of the thread pool: an instruction's parallel blocks then start
+        // beside this thread instead of handing the work over and waiting for it.
+        rayon::scope(|_| {
+            engine.run(sim.schedule, segs, &mut |k, dram, stats| {
+                while let Some(p) = host_ops.get(next).filter(|p| p.rec.segment as usize == k) {
+                    host::run(p, dram)?;
+                    stats.host_ops += 1;
+                    next += 1;
+                }
+                Ok(())
+            })
         })?;
         let engine = &self.engine;
         let outputs = sim

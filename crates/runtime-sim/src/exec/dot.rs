@@ -5,9 +5,10 @@
 //! Implementation: the tile's pixels are processed in blocks (in parallel, at most
 //! `mac_rows` each, small enough that every thread gets one). For each block and each
 //! convolution group the input patch of every pixel is gathered once into a contiguous
-//! i16 row (padding and DECONV holes read the input zero point), the weights of the
-//! tile are converted once into interleaved i16 term pairs in the same term order, and
-//! an i16 x i16 -> i32 dot-product kernel does the arithmetic. On CPUs with AVX-512
+//! row of code bytes ([`super::gather`]; padding and DECONV holes read the input zero
+//! point) and widened to i16 values in one pass, the weights of the tile are converted
+//! once into interleaved i16 term pairs in the same term order, and an i16 x i16 ->
+//! i32 dot-product kernel does the arithmetic. On CPUs with AVX-512
 //! VNNI, signed weights whose exact sums fit in i32 take the byte path instead: patch
 //! bytes (biased to unsigned for int8 inputs) and weights as quads of terms
 //! ([`super::quad`]), 64 products per instruction.
@@ -23,7 +24,6 @@ use super::gather::gather_bytes;
 use super::gemm::{dot_exact, fits_i32, gemm, padded_len, PairWeights};
 use super::postproc::{ChannelTable, Post};
 use super::quad::{self, QuadWeights};
-use super::tensor::Strided;
 use super::weights::pair_weights;
 use super::ExecStats;
 use crate::error::ExecError;
@@ -52,56 +52,6 @@ pub fn widen(dst: &mut [i16], src: &[u8], signed: bool) {
             *o = i16::from(b);
         }
     }
-}
-
-/// [`widen`] of strided bytes (channels `chan_pitch` apart).
-#[inline]
-fn widen_strided(dst: &mut [i16], src: &Strided<'_>, signed: bool) {
-    if signed {
-        for (o, &b) in dst.iter_mut().zip(src.iter()) {
-            *o = i16::from(b as i8);
-        }
-    } else {
-        for (o, &b) in dst.iter_mut().zip(src.iter()) {
-            *o = i16::from(b);
-        }
-    }
-}
-
-/// Gathers the patch rows of `pixels` for convolution group `group` into `dst`
-/// (`pixels.len()` rows of `kpad`), in term order (ky, kx, ic): `fill` converts the
-/// channels of one input pixel, `pad` is the value of a position outside the input
-/// (the input zero point); terms past K are 0.
-#[allow(clippy::too_many_arguments)]
-fn gather_patch<T: Copy + Default>(
-    g: &DotGeom,
-    sram: &Memory,
-    pixels: std::ops::Range<u64>,
-    group: u64,
-    kpad: usize,
-    pad: T,
-    fill: impl Fn(&mut [T], &Strided<'_>),
-    dst: &mut [T],
-) -> Result<(), ExecError> {
-    let icpg = g.icpg as usize;
-    let c0 = group * g.icpg;
-    for (row, p) in dst.chunks_exact_mut(kpad).zip(pixels) {
-        let (oy, ox) = g.pix.yx(p);
-        let mut t = 0;
-        for ky in 0..g.kh {
-            let iy = g.in_row(oy, ky);
-            for kx in 0..g.kw {
-                let seg = &mut row[t..t + icpg];
-                match (iy, g.in_col(ox, kx)) {
-                    (Some(iy), Some(ix)) => fill(seg, &g.input.chans(sram, (iy, ix), c0, g.icpg)?),
-                    _ => seg.fill(pad),
-                }
-                t += icpg;
-            }
-        }
-        row[t..].fill(T::default());
-    }
-    Ok(())
 }
 
 /// Output channels (relative to oc_start) of the tile that belong to `group`.
@@ -193,6 +143,8 @@ struct Scratch {
     bytes: Vec<u8>,
     words: Vec<i16>,
     dots: Vec<i32>,
+    acc: Vec<i64>,
+    wrapped: Vec<i32>,
 }
 
 thread_local! {
@@ -207,14 +159,26 @@ fn sized<T: Copy + Default>(v: &mut Vec<T>, n: usize) -> &mut [T] {
     &mut v[..n]
 }
 
-/// Exact (i64) dot products of one block: `acc[p * oc_count + c]`.
-fn block_dots(
-    p: &DotPrep,
+/// A block's exact accumulator values, `[pixel][channel]`, as its kernel left them.
+enum Sums<'s> {
+    /// The i32 kernels' sums (exact within i32, [`fits_i32`]): the exact value of
+    /// entry `i` of channel `c` is `dots[i].wrapping_sub(unbias[c])` (no unbias: 0).
+    Narrow {
+        dots: &'s [i32],
+        unbias: Option<&'s [i32]>,
+    },
+    /// Exact i64 values (the i64 path, depthwise convolutions).
+    Wide(&'s [i64]),
+}
+
+/// The exact dot products of one block (`pixels`, every tile channel).
+fn block_dots<'s>(
+    p: &'s DotPrep,
     d: &DotProduct,
     sram: &Memory,
     pixels: std::ops::Range<u64>,
-    acc: &mut [i64],
-) -> Result<(), ExecError> {
+    s: &'s mut Scratch,
+) -> Result<Sums<'s>, ExecError> {
     let g = &p.geom;
     let n = (pixels.end - pixels.start) as usize;
     let oc_count = g.oc_count as usize;
@@ -222,64 +186,78 @@ fn block_dots(
         g.group_of(g.oc_start),
         g.group_of(g.oc_start + g.oc_count - 1),
     );
-    SCRATCH.with(|s| {
-        let s = &mut *s.borrow_mut();
-        if let (TileWeights::Pair(wt) | TileWeights::Exact(wt), true) =
-            (&p.weights, depthwise::is_depthwise(g))
-        {
-            return depthwise::block(g, d, sram, wt, pixels.clone(), acc);
+    let signed = d.in_signed;
+    match &p.weights {
+        TileWeights::Pair(wt) | TileWeights::Exact(wt) if depthwise::is_depthwise(g) => {
+            let acc = sized(&mut s.acc, n * oc_count);
+            acc.fill(0);
+            depthwise::block(g, d, sram, wt, pixels, acc)?;
+            Ok(Sums::Wide(acc))
         }
-        for group in gfirst..=glast {
-            let cs = group_channels(g, group);
-            let signed = d.in_signed;
+        TileWeights::Quad(wt) => {
             let dots = sized(&mut s.dots, n * oc_count);
+            for group in gfirst..=glast {
+                let cs = group_channels(g, group);
+                let pad = quad::patch_byte(d.in_zero as u8, signed);
+                let xor = quad::patch_byte(0, signed);
+                let patch = sized(&mut s.bytes, n * wt.kpad);
+                gather_bytes(g, sram, pixels.clone(), group, wt.kpad, pad, xor, patch)?;
+                quad::gemm(
+                    patch,
+                    n,
+                    wt,
+                    cs.start,
+                    cs.len(),
+                    &mut dots[cs.start..],
+                    oc_count,
+                );
+            }
             // What each channel's sum takes back out (a biased int8 patch).
-            let unbias: Option<&[i32]> = match &p.weights {
-                TileWeights::Quad(wt) => {
-                    let pad = quad::patch_byte(d.in_zero as u8, signed);
-                    let xor = quad::patch_byte(0, signed);
-                    let patch = sized(&mut s.bytes, n * wt.kpad);
-                    gather_bytes(g, sram, pixels.clone(), group, wt.kpad, pad, xor, patch)?;
-                    let out = &mut dots[cs.start..];
-                    quad::gemm(patch, n, wt, cs.start, cs.len(), out, oc_count);
-                    signed.then_some(&wt.colsum[..])
-                }
-                TileWeights::Pair(wt) | TileWeights::Exact(wt) => {
-                    let patch = sized(&mut s.words, n * wt.kpad);
-                    let fill = |seg: &mut [i16], src: &Strided<'_>| match src.contiguous() {
-                        Some(b) => widen(seg, b, signed),
-                        None => widen_strided(seg, src, signed),
-                    };
-                    let zero = d.in_zero;
-                    gather_patch(g, sram, pixels.clone(), group, wt.kpad, zero, fill, patch)?;
-                    if let TileWeights::Exact(_) = p.weights {
-                        for q in 0..n {
-                            let a = &patch[q * wt.kpad..(q + 1) * wt.kpad];
-                            for c in cs.clone() {
-                                acc[q * oc_count + c] = dot_exact(a, wt, c);
-                            }
+            let unbias = signed.then_some(&wt.colsum[..]);
+            Ok(Sums::Narrow { dots, unbias })
+        }
+        TileWeights::Pair(wt) | TileWeights::Exact(wt) => {
+            let exact = matches!(p.weights, TileWeights::Exact(_));
+            let dots = sized(&mut s.dots, n * oc_count);
+            let acc = sized(&mut s.acc, if exact { n * oc_count } else { 0 });
+            for group in gfirst..=glast {
+                let cs = group_channels(g, group);
+                // The codes through the byte gather (transposed groups of eight
+                // pixels), then widened to their values in one contiguous pass.
+                let bytes = sized(&mut s.bytes, n * wt.kpad);
+                let pad = d.in_zero as u8;
+                gather_bytes(g, sram, pixels.clone(), group, wt.kpad, pad, 0, bytes)?;
+                let patch = sized(&mut s.words, n * wt.kpad);
+                widen(patch, bytes, signed);
+                if exact {
+                    for q in 0..n {
+                        let a = &patch[q * wt.kpad..(q + 1) * wt.kpad];
+                        for c in cs.clone() {
+                            acc[q * oc_count + c] = dot_exact(a, wt, c);
                         }
-                        continue;
                     }
-                    let out = &mut dots[cs.start..];
-                    gemm(patch, n, wt, cs.start, cs.len(), out, oc_count);
-                    None
-                }
-            };
-            for q in 0..n {
-                for c in cs.clone() {
-                    let i = q * oc_count + c;
-                    let back = unbias.map_or(0, |u| u[c]);
-                    acc[i] = i64::from(dots[i].wrapping_sub(back));
+                } else {
+                    gemm(
+                        patch,
+                        n,
+                        wt,
+                        cs.start,
+                        cs.len(),
+                        &mut dots[cs.start..],
+                        oc_count,
+                    );
                 }
             }
+            Ok(match exact {
+                true => Sums::Wide(acc),
+                false => Sums::Narrow { dots, unbias: None },
+            })
         }
-        Ok(())
-    })
+    }
 }
 
 /// Multiply-accumulates below which an instruction's blocks run on one thread.
-const PAR_MIN_MACS: u64 = 1 << 20;
+const PAR_MIN_MACS: u64 = 1 << 17;
 
 /// Pixels per parallel task: the tile split evenly over the threads (so a one-slice
 /// tile still uses every thread), at most `mac_rows`, a multiple of 8 (the VNNI
@@ -318,53 +296,79 @@ pub fn execute_prepared(
     let post = Post::new(&d.simd, d.out_signed, &table.chan);
     let oc_count = g.oc_count as usize;
     let block = pixels_per_task(g.pix.count, u64::from(hw.mac_rows));
-    let starts: Vec<u64> = (g.pix.start..g.pix.end()).step_by(block as usize).collect();
     let sram_ro: &Memory = sram;
-    let run_block = |&s: &u64| {
+    // Each block writes its pixels' SIMD outputs into its own part of `prepool`.
+    let run_block = |(i, out): (usize, &mut [u8])| -> Result<ExecStats, ExecError> {
+        let s = g.pix.start + i as u64 * block;
         let pixels = s..(s + block).min(g.pix.end());
-        let n = (pixels.end - pixels.start) as usize;
-        let mut acc = vec![0i64; n * oc_count];
-        block_dots(prep, d, sram_ro, pixels.clone(), &mut acc)?;
-        let mut out = vec![0u8; n * oc_count];
-        let mut st = ExecStats::default();
-        let mut wrapped = vec![0i32; oc_count];
-        for (p, (orow, arow)) in out
-            .chunks_exact_mut(oc_count)
-            .zip(acc.chunks_exact(oc_count))
-            .enumerate()
-        {
-            // With `params_by_pixel` every channel of the row takes the pixel's entry.
-            let (pixel_table, pixel_post);
-            let (bias, post) = if d.params_by_pixel {
-                let i = (pixels.start - g.pix.start) as usize + p;
-                pixel_table = table.splat(i, oc_count);
-                pixel_post = Post::new(&d.simd, d.out_signed, &pixel_table.chan);
-                (&pixel_table.bias, &pixel_post)
-            } else {
-                (&table.bias, &post)
-            };
-            if super::wrap_row(arow, bias, hw.acc_bits, &mut wrapped) {
-                for (c, (&a, &b)) in arow.iter().zip(bias).enumerate() {
-                    if super::wrap(a + b, hw.acc_bits).1 {
-                        st.note_overflow(pixels.start + p as u64, g.oc_start + c as u64);
+        SCRATCH.with(|s| {
+            let s = &mut *s.borrow_mut();
+            let mut wrapped = std::mem::take(&mut s.wrapped);
+            wrapped.resize(oc_count, 0);
+            let sums = block_dots(prep, d, sram_ro, pixels.clone(), s)?;
+            let mut st = ExecStats::default();
+            for (p, orow) in out.chunks_exact_mut(oc_count).enumerate() {
+                let row = p * oc_count..(p + 1) * oc_count;
+                // With `params_by_pixel` every channel of the row takes the pixel's entry.
+                let (pixel_table, pixel_post);
+                let (table, post) = if d.params_by_pixel {
+                    let i = (pixels.start - g.pix.start) as usize + p;
+                    pixel_table = table.splat(i, oc_count);
+                    pixel_post = Post::new(&d.simd, d.out_signed, &pixel_table.chan);
+                    (&pixel_table, &pixel_post)
+                } else {
+                    (table, &post)
+                };
+                let wrapped_any = match &sums {
+                    Sums::Narrow { dots, unbias } => {
+                        let u = unbias.map(|u| &u[..oc_count]);
+                        super::wrap_dots_row(
+                            &dots[row.clone()],
+                            u,
+                            &table.bias32,
+                            hw.acc_bits,
+                            &mut wrapped,
+                        )
+                    }
+                    Sums::Wide(acc) => {
+                        super::wrap_row(&acc[row.clone()], &table.bias, hw.acc_bits, &mut wrapped)
+                    }
+                };
+                if wrapped_any {
+                    for c in 0..oc_count {
+                        let exact = match &sums {
+                            Sums::Narrow { dots, unbias } => {
+                                let back = unbias.map_or(0, |u| u[c]);
+                                i64::from(dots[row.start + c].wrapping_sub(back))
+                            }
+                            Sums::Wide(acc) => acc[row.start + c],
+                        };
+                        if super::wrap(exact + table.bias[c], hw.acc_bits).1 {
+                            st.note_overflow(pixels.start + p as u64, g.oc_start + c as u64);
+                        }
                     }
                 }
+                post.apply_row(&wrapped, 0, orow);
             }
-            post.apply_row(&wrapped, 0, orow);
-        }
-        Ok((out, st))
+            s.wrapped = wrapped;
+            Ok(st)
+        })
     };
     let macs = g.pix.count * g.oc_count * g.k_terms();
+    let mut prepool = vec![0u8; (g.pix.count as usize) * oc_count];
+    let part = block as usize * oc_count;
     // A small instruction runs its blocks on this thread: waking the pool would cost
     // more than the work. The blocks and their order are the same either way.
-    let results: Vec<(Vec<u8>, ExecStats)> = if macs < PAR_MIN_MACS {
-        starts
-            .iter()
+    let parts: Vec<ExecStats> = if macs < PAR_MIN_MACS || part == 0 {
+        prepool
+            .chunks_mut(part.max(1))
+            .enumerate()
             .map(run_block)
             .collect::<Result<_, ExecError>>()?
     } else {
-        starts
-            .par_iter()
+        prepool
+            .par_chunks_mut(part)
+            .enumerate()
             .map(run_block)
             .collect::<Result<_, ExecError>>()?
     };
@@ -372,10 +376,8 @@ pub fn execute_prepared(
         macs,
         ..ExecStats::default()
     };
-    let mut prepool = Vec::with_capacity((g.pix.count as usize) * oc_count);
-    for (out, st) in results {
-        prepool.extend_from_slice(&out);
-        stats.merge(&st);
+    for st in &parts {
+        stats.merge(st);
     }
     store(g, &prepool, sram)?;
     Ok(stats)

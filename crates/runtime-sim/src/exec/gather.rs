@@ -33,6 +33,45 @@ pub fn fill_bytes(dst: &mut [u8], src: &Strided<'_>, xor: u8) {
 /// of word `j` was.
 #[inline]
 pub fn transpose8(a: &mut [u64; 8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: SSE2 is part of every x86-64 CPU; the loads and stores are of the
+        // array's own words.
+        unsafe { transpose8_sse2(a) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    transpose8_swar(a)
+}
+
+/// [`transpose8`] as three rounds of byte, 16-bit and 32-bit interleaves.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+unsafe fn transpose8_sse2(a: &mut [u64; 8]) {
+    use std::arch::x86_64::*;
+    let r = |i: usize| _mm_cvtsi64_si128(a[i] as i64);
+    let t0 = _mm_unpacklo_epi8(r(0), r(1));
+    let t1 = _mm_unpacklo_epi8(r(2), r(3));
+    let t2 = _mm_unpacklo_epi8(r(4), r(5));
+    let t3 = _mm_unpacklo_epi8(r(6), r(7));
+    let u0 = _mm_unpacklo_epi16(t0, t1);
+    let u1 = _mm_unpackhi_epi16(t0, t1);
+    let u2 = _mm_unpacklo_epi16(t2, t3);
+    let u3 = _mm_unpackhi_epi16(t2, t3);
+    let v = [
+        _mm_unpacklo_epi32(u0, u2),
+        _mm_unpackhi_epi32(u0, u2),
+        _mm_unpacklo_epi32(u1, u3),
+        _mm_unpackhi_epi32(u1, u3),
+    ];
+    for (pair, v) in a.chunks_exact_mut(2).zip(v) {
+        _mm_storeu_si128(pair.as_mut_ptr() as *mut __m128i, v);
+    }
+}
+
+/// [`transpose8`] in plain word arithmetic (the definition the SSE2 form is tested
+/// against).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn transpose8_swar(a: &mut [u64; 8]) {
     for i in 0..4 {
         let t = ((a[i] >> 32) ^ a[i + 4]) & 0x0000_0000_FFFF_FFFF;
         a[i] ^= t << 32;
@@ -50,11 +89,30 @@ pub fn transpose8(a: &mut [u64; 8]) {
     }
 }
 
-/// Eight pixels' addresses of a tap, all inside the input: the lowest and each
-/// pixel's distance from it.
+/// Eight pixels' addresses of a tap, all inside the input: the lowest, each
+/// pixel's distance from it, and how a channel's eight bytes are read.
 struct Group8 {
     a0: u64,
     delta: [usize; 8],
+    /// Bytes of one channel from `a0` the group reads (at least 8).
+    len: usize,
+    read: Read8,
+}
+
+/// How the eight bytes of one channel of a [`Group8`] are read.
+#[derive(Clone, Copy)]
+enum Read8 {
+    /// Byte `q` at `delta[q] = q`: one word load.
+    Consecutive,
+    /// Runs of consecutive pixels reading consecutive bytes (a row end inside the
+    /// group): for each run one word load at `base` (byte `q` of the word is pixel
+    /// `q`'s when `q` is in the run) masked to the run's bytes; `count` runs.
+    Runs {
+        runs: [(usize, u64); 8],
+        count: usize,
+    },
+    /// Byte by byte (strided pixels).
+    Bytes,
 }
 
 impl Group8 {
@@ -65,15 +123,67 @@ impl Group8 {
             *d = (*o)?;
         }
         let a0 = *a.iter().min()?;
+        let delta: [usize; 8] = std::array::from_fn(|q| (a[q] - a0) as usize);
+        let len = delta.iter().max().copied().unwrap_or(0).max(7) + 1;
         Some(Group8 {
             a0,
-            delta: std::array::from_fn(|q| (a[q] - a0) as usize),
+            delta,
+            len,
+            read: Read8::of(&delta, len),
         })
     }
 
-    /// True if the pixels read consecutive bytes (one word load per channel).
-    fn consecutive(&self) -> bool {
-        self.delta.iter().enumerate().all(|(q, &d)| d == q)
+    /// The eight bytes of the channel whose bytes start at `row[0]` (`row` holds at
+    /// least [`Group8::len`] bytes), byte `q` = pixel `q`'s.
+    #[inline]
+    fn word(&self, row: &[u8]) -> u64 {
+        let load = |at: usize| u64::from_le_bytes(row[at..at + 8].try_into().expect("8 bytes"));
+        match self.read {
+            Read8::Consecutive => load(0),
+            Read8::Runs { runs, count } => runs[..count]
+                .iter()
+                .fold(0, |w, &(base, mask)| w | (load(base) & mask)),
+            Read8::Bytes => {
+                let row = &row[..self.len];
+                let d = &self.delta;
+                u64::from_le_bytes([
+                    row[d[0]], row[d[1]], row[d[2]], row[d[3]], row[d[4]], row[d[5]], row[d[6]],
+                    row[d[7]],
+                ])
+            }
+        }
+    }
+}
+
+impl Read8 {
+    /// The cheapest way to read `delta`'s bytes within `len` bytes.
+    fn of(delta: &[usize; 8], len: usize) -> Read8 {
+        if delta.iter().enumerate().all(|(q, &d)| d == q) {
+            return Read8::Consecutive;
+        }
+        let mut runs = [(0usize, 0u64); 8];
+        let mut count = 0;
+        let mut q = 0;
+        while q < 8 {
+            let start = q;
+            while q + 1 < 8 && delta[q + 1] == delta[q] + 1 {
+                q += 1;
+            }
+            q += 1;
+            // The word at `base` has pixel `start`'s byte at position `start`.
+            let Some(base) = delta[start].checked_sub(start).filter(|b| b + 8 <= len) else {
+                return Read8::Bytes;
+            };
+            let bytes = (q - start) as u32;
+            let mask = (u64::MAX >> (64 - 8 * bytes)) << (8 * start);
+            runs[count] = (base, mask);
+            count += 1;
+        }
+        // Pixels one by one (strided) read no faster as runs than as bytes.
+        match count {
+            ..=4 => Read8::Runs { runs, count },
+            _ => Read8::Bytes,
+        }
     }
 }
 
@@ -83,44 +193,48 @@ struct Patch<'d> {
     kpad: usize,
 }
 
+/// A group of eight pixels of one tap with its source bytes: channel `c` of pixel
+/// `p + q` is `src[c * cp + g.delta[q]]`.
+struct Run8<'s> {
+    p: usize,
+    g: Group8,
+    src: &'s [u8],
+}
+
+impl Run8<'_> {
+    /// Channels `cb..cb + 8` of the eight pixels, one word per channel (byte `q` =
+    /// pixel `p + q`).
+    #[inline]
+    fn words(&self, cb: usize, cp: usize) -> [u64; 8] {
+        std::array::from_fn(|r| self.g.word(&self.src[(cb + r) * cp..]))
+    }
+}
+
 impl Patch<'_> {
-    /// Channels `0..icpg` of pixels `p..p+8` for the tap at term `t`, whose channel 0
-    /// is at `g.a0 + g.delta[q]` for pixel `p + q`, channels `cp` bytes apart.
-    fn transposed(
-        &mut self,
-        sram: &Memory,
-        (g, cp): (&Group8, u64),
-        icpg: usize,
-        (p, t): (usize, usize),
-        xor: u8,
-    ) -> Result<(), ExecError> {
-        let span = g.delta.iter().max().copied().unwrap_or(0) as u64;
-        let src = sram.slice(g.a0, (icpg as u64 - 1) * cp + span.max(7) + 1)?;
-        let cp = cp as usize;
-        let (consecutive, delta) = (g.consecutive(), g.delta);
+    /// Channels `0..icpg` of every group's eight pixels for the tap at term `t`,
+    /// channels `cp` bytes apart: channel blocks outside, groups inside, so each
+    /// block's source lines are read once while they are in the cache.
+    fn transposed(&mut self, runs: &[Run8<'_>], cp: usize, icpg: usize, t: usize, xor: u8) {
         let x = u64::from_ne_bytes([xor; 8]);
         let full = icpg / 8 * 8;
         for cb in (0..full).step_by(8) {
-            let mut a = [0u64; 8];
-            for (r, w) in a.iter_mut().enumerate() {
-                let o = (cb + r) * cp;
-                *w = match consecutive {
-                    true => u64::from_le_bytes(src[o..o + 8].try_into().expect("8 bytes")),
-                    false => u64::from_le_bytes(std::array::from_fn(|q| src[o + delta[q]])),
-                };
-            }
-            transpose8(&mut a);
-            for (q, w) in a.iter().enumerate() {
-                let at = (p + q) * self.kpad + t + cb;
-                self.dst[at..at + 8].copy_from_slice(&(w ^ x).to_le_bytes());
+            for run in runs {
+                let mut a = run.words(cb, cp);
+                transpose8(&mut a);
+                for (q, w) in a.iter().enumerate() {
+                    let at = (run.p + q) * self.kpad + t + cb;
+                    self.dst[at..at + 8].copy_from_slice(&(w ^ x).to_le_bytes());
+                }
             }
         }
-        for c in full..icpg {
-            for q in 0..8 {
-                self.dst[(p + q) * self.kpad + t + c] = src[c * cp + delta[q]] ^ xor;
+        for run in runs {
+            for c in full..icpg {
+                for q in 0..8 {
+                    self.dst[(run.p + q) * self.kpad + t + c] =
+                        run.src[c * cp + run.g.delta[q]] ^ xor;
+                }
             }
         }
-        Ok(())
     }
 }
 
@@ -145,6 +259,7 @@ pub fn gather_bytes(
     let n = yx.len();
     let mut offs: Vec<Option<u64>> = vec![None; n];
     let mut patch = Patch { dst, kpad };
+    let mut runs = Vec::with_capacity(n / 8);
     let mut t = 0;
     for ky in 0..g.kh {
         for kx in 0..g.kw {
@@ -154,13 +269,15 @@ pub fn gather_bytes(
                     _ => None,
                 };
             }
+            runs.clear();
             let mut p = 0;
             while p < n {
                 if let Some(g8) = (cp > 1 && p + 8 <= n)
                     .then(|| Group8::of(&offs[p..p + 8]))
                     .flatten()
                 {
-                    patch.transposed(sram, (&g8, cp), icpg, (p, t), xor)?;
+                    let src = sram.slice(g8.a0, (icpg as u64 - 1) * cp + g8.len as u64)?;
+                    runs.push(Run8 { p, g: g8, src });
                     p += 8;
                     continue;
                 }
@@ -171,6 +288,7 @@ pub fn gather_bytes(
                 }
                 p += 1;
             }
+            patch.transposed(&runs, cp as usize, icpg, t, xor);
             t += icpg;
         }
     }
@@ -185,17 +303,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_way_of_reading_a_group_reads_its_bytes() {
+        let row: Vec<u8> = (0..64u8).map(|b| b.wrapping_mul(37) ^ 0x5a).collect();
+        let cases: [[usize; 8]; 6] = [
+            [0, 1, 2, 3, 4, 5, 6, 7],
+            [0, 1, 2, 3, 28, 29, 30, 31],
+            [0, 1, 2, 20, 21, 22, 23, 24],
+            [0, 2, 4, 6, 8, 10, 12, 14],
+            [0, 1, 9, 10, 18, 19, 27, 28],
+            [7, 6, 5, 4, 3, 2, 1, 0],
+        ];
+        for delta in cases {
+            let offs: Vec<Option<u64>> = delta.iter().map(|&d| Some(100 + d as u64)).collect();
+            let g = Group8::of(&offs).expect("all inside");
+            let want = u64::from_le_bytes(std::array::from_fn(|q| row[delta[q]]));
+            assert_eq!(g.word(&row[..g.len]), want, "{delta:?}");
+        }
+        let runs = |d: [usize; 8]| matches!(Read8::of(&d, 40), Read8::Runs { .. });
+        assert!(runs([0, 1, 2, 3, 28, 29, 30, 31]));
+        assert!(!runs([0, 2, 4, 6, 8, 10, 12, 14]));
+    }
+
+    #[test]
     fn transpose_moves_every_byte() {
         let mut a = [0u64; 8];
         for (r, w) in a.iter_mut().enumerate() {
             *w = u64::from_le_bytes(std::array::from_fn(|j| (r * 8 + j) as u8));
         }
         let orig = a;
+        let mut swar = a;
         transpose8(&mut a);
+        transpose8_swar(&mut swar);
         for (r, w) in a.iter().enumerate() {
             for (j, o) in orig.iter().enumerate() {
                 assert_eq!(w.to_le_bytes()[j], o.to_le_bytes()[r]);
             }
         }
+        assert_eq!(a, swar);
     }
 }

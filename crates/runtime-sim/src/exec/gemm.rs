@@ -6,7 +6,9 @@
 //!
 //! On x86-64 with AVX2 the kernel broadcasts a pair of patch terms of one pixel and
 //! multiplies it with the term pairs of 8 channels at once (`vpmaddwd`), for blocks of
-//! 4 pixels x 16 channels; elsewhere a portable loop does the same arithmetic.
+//! 6 pixels x 16 channels (12 accumulator registers), in passes of at most 384 term
+//! pairs so a pass's weights and patch rows stay in the L1 cache; elsewhere a portable
+//! loop does the same arithmetic.
 
 /// Row lengths are padded to a multiple of this.
 pub const K_ALIGN: usize = 16;
@@ -141,17 +143,22 @@ mod avx2 {
     use super::{PairWeights, COLS_BLOCK};
     use std::arch::x86_64::*;
 
-    /// `R` pixels x 16 channels: per term pair, the pixel's two terms are broadcast
-    /// and multiplied with the 8-channel pair vectors.
+    /// Term pairs per pass: a pass's weights (16 channels) and patch rows stay in the
+    /// L1 cache while every pixel block of the tile runs over them.
+    const PAIRS_PER_PASS: usize = 384;
+
+    /// `R` pixels x 16 channels over `pairs` term pairs, added to `acc`: per term
+    /// pair, the pixel's two terms are broadcast and multiplied with the 8-channel
+    /// pair vectors.
     #[target_feature(enable = "avx2")]
     unsafe fn block<const R: usize>(
+        mut acc: [[__m256i; 2]; R],
         a: *const i16,
         kpad: usize,
-        w: *const u32,
-        ld: usize,
+        (w, ld): (*const u32, usize),
+        pairs: usize,
     ) -> [[__m256i; 2]; R] {
-        let mut acc = [[_mm256_setzero_si256(); 2]; R];
-        for k2 in 0..kpad / 2 {
+        for k2 in 0..pairs {
             let wp = w.add(k2 * ld);
             let w0 = _mm256_loadu_si256(wp as *const __m256i);
             let w1 = _mm256_loadu_si256(wp.add(8) as *const __m256i);
@@ -165,13 +172,30 @@ mod avx2 {
         acc
     }
 
+    /// The `R` rows at `out[at..]`: loaded (`first` false) or zero.
+    #[target_feature(enable = "avx2")]
+    unsafe fn load<const R: usize>(
+        out: &[i32],
+        (at, ldo, n): (usize, usize, usize),
+        first: bool,
+    ) -> [[__m256i; 2]; R] {
+        let mut acc = [[_mm256_setzero_si256(); 2]; R];
+        if !first {
+            let mut buf = [0i32; COLS_BLOCK];
+            for (r, v) in acc.iter_mut().enumerate() {
+                buf[..n].copy_from_slice(&out[at + r * ldo..at + r * ldo + n]);
+                v[0] = _mm256_loadu_si256(buf.as_ptr() as *const __m256i);
+                v[1] = _mm256_loadu_si256(buf.as_ptr().add(8) as *const __m256i);
+            }
+        }
+        acc
+    }
+
     #[target_feature(enable = "avx2")]
     unsafe fn store<const R: usize>(
         acc: &[[__m256i; 2]; R],
         out: &mut [i32],
-        at: usize,
-        ldo: usize,
-        n: usize,
+        (at, ldo, n): (usize, usize, usize),
     ) {
         let mut buf = [0i32; COLS_BLOCK];
         for (r, v) in acc.iter().enumerate() {
@@ -181,31 +205,61 @@ mod avx2 {
         }
     }
 
+    /// `R` rows from `r` of one pass (term pairs `k0..k0 + pairs`) of one channel
+    /// block `cb`.
+    #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn rows<const R: usize>(
+        a: &[i16],
+        r: usize,
+        w: &PairWeights,
+        (c, n): (usize, usize),
+        (k0, pairs): (usize, usize),
+        out: &mut [i32],
+        (cb, ldo): (usize, usize),
+    ) {
+        let kpad = w.kpad;
+        let at = (r * ldo + cb, ldo, n);
+        let acc = load::<R>(out, at, k0 == 0);
+        let wp = w.data.as_ptr().add(k0 * w.ld + c);
+        let acc = block::<R>(
+            acc,
+            a.as_ptr().add(r * kpad + 2 * k0),
+            kpad,
+            (wp, w.ld),
+            pairs,
+        );
+        store(&acc, out, at);
+    }
+
     #[target_feature(enable = "avx2")]
     pub unsafe fn gemm(
         a: &[i16],
-        rows: usize,
+        rows_n: usize,
         w: &PairWeights,
         c0: usize,
         cols: usize,
         out: &mut [i32],
         ldo: usize,
     ) {
-        let kpad = w.kpad;
-        let ld2 = w.ld;
-        for cb in (0..cols).step_by(COLS_BLOCK) {
-            let wp = w.data.as_ptr().add(c0 + cb);
-            let n = COLS_BLOCK.min(cols - cb);
-            let mut r = 0;
-            while r + 4 <= rows {
-                let acc = block::<4>(a.as_ptr().add(r * kpad), kpad, wp, ld2);
-                store(&acc, out, r * ldo + cb, ldo, n);
-                r += 4;
-            }
-            while r < rows {
-                let acc = block::<1>(a.as_ptr().add(r * kpad), kpad, wp, ld2);
-                store(&acc, out, r * ldo + cb, ldo, n);
-                r += 1;
+        let total = w.kpad / 2;
+        for k0 in (0..total).step_by(PAIRS_PER_PASS) {
+            let pass = (k0, PAIRS_PER_PASS.min(total - k0));
+            for cb in (0..cols).step_by(COLS_BLOCK) {
+                let ch = (c0 + cb, COLS_BLOCK.min(cols - cb));
+                let mut r = 0;
+                while r + 6 <= rows_n {
+                    rows::<6>(a, r, w, ch, pass, out, (cb, ldo));
+                    r += 6;
+                }
+                while r + 4 <= rows_n {
+                    rows::<4>(a, r, w, ch, pass, out, (cb, ldo));
+                    r += 4;
+                }
+                while r < rows_n {
+                    rows::<1>(a, r, w, ch, pass, out, (cb, ldo));
+                    r += 1;
+                }
             }
         }
     }

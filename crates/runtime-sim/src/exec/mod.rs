@@ -91,6 +91,77 @@ unsafe fn wrap_row_avx2(exact: &[i64], bias: &[i64], acc_bits: u32, out: &mut [i
     wrap_row_plain(exact, bias, acc_bits, out)
 }
 
+/// `out[i] = wrap(exact[i] + bias[i])` for a row of the i32 kernels' sums, where
+/// `exact[i] = dots[i].wrapping_sub(unbias[i])` (unbias 0 when `None`) is exact in
+/// i32: [`wrap_row`] in 32-bit lanes (`acc_bits` <= 32, so the wrapped value is the
+/// low `acc_bits` bits of the i32 sum, sign-extended, and a value wraps exactly when
+/// the i32 addition overflows or those bits differ from the sum). Returns whether
+/// any value wrapped (the caller then locates them with [`wrap`]).
+pub fn wrap_dots_row(
+    dots: &[i32],
+    unbias: Option<&[i32]>,
+    bias: &[i32],
+    acc_bits: u32,
+    out: &mut [i32],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 is available (checked just above); the body is safe Rust.
+            return unsafe { wrap_dots_row_avx2(dots, unbias, bias, acc_bits, out) };
+        }
+    }
+    wrap_dots_row_plain(dots, unbias, bias, acc_bits, out)
+}
+
+#[inline(always)]
+fn wrap_dots_row_plain(
+    dots: &[i32],
+    unbias: Option<&[i32]>,
+    bias: &[i32],
+    acc_bits: u32,
+    out: &mut [i32],
+) -> bool {
+    let half = 1u32 << (acc_bits - 1);
+    let mask = u32::MAX >> (32 - acc_bits);
+    // Nonzero once a value wrapped: the sign bit of the i32 addition's overflow
+    // (`x`, `b` and the sum `s` not all of one sign where they must be), or a
+    // difference between the sum and its wrapped value. Bit operations only, so the
+    // loop vectorises.
+    let mut bad = 0i32;
+    let mut one = |x: i32, b: i32| -> i32 {
+        let s = x.wrapping_add(b);
+        let w = ((s as u32).wrapping_add(half) & mask).wrapping_sub(half) as i32;
+        bad |= ((x ^ s) & (b ^ s) & i32::MIN) | (w ^ s);
+        w
+    };
+    match unbias {
+        Some(u) => {
+            for (o, ((&d, &u), &b)) in out.iter_mut().zip(dots.iter().zip(u).zip(bias)) {
+                *o = one(d.wrapping_sub(u), b);
+            }
+        }
+        None => {
+            for (o, (&d, &b)) in out.iter_mut().zip(dots.iter().zip(bias)) {
+                *o = one(d, b);
+            }
+        }
+    }
+    bad != 0
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn wrap_dots_row_avx2(
+    dots: &[i32],
+    unbias: Option<&[i32]>,
+    bias: &[i32],
+    acc_bits: u32,
+    out: &mut [i32],
+) -> bool {
+    wrap_dots_row_plain(dots, unbias, bias, acc_bits, out)
+}
+
 /// Where a dot-product instruction's [`dot::DotPrep`] is kept between executions.
 pub enum Prep<'c> {
     /// Prepare it for this execution only.
@@ -167,5 +238,56 @@ mod tests {
             assert_eq!(out[i], wrap(exact[i] + bias[i], 30).0, "{i}");
         }
         assert!(!wrap_row(&exact[..2], &bias[..2], 30, &mut out[..2]));
+    }
+
+    #[test]
+    fn narrow_row_wrap_equals_value_wrap() {
+        // Sums and biases at the i32 and accumulator boundaries, every width.
+        let edges = [
+            0i32,
+            1,
+            -1,
+            (1 << 29) - 1,
+            1 << 29,
+            -(1 << 29),
+            -(1 << 29) - 1,
+            (1 << 15) - 1,
+            1 << 15,
+            -(1 << 15) - 1,
+            i32::MAX,
+            i32::MIN,
+            i32::MAX - 2,
+            i32::MIN + 3,
+        ];
+        let n = edges.len();
+        for acc_bits in [16, 24, 30, 31, 32] {
+            for shift in 0..n {
+                let dots: Vec<i32> = edges.to_vec();
+                let bias: Vec<i32> = (0..n).map(|i| edges[(i + shift) % n]).collect();
+                // A biased patch's column sums: dots - unbias is the exact value.
+                let unbias: Vec<i32> = (0..n).map(|i| edges[(i * 5 + shift) % n] >> 2).collect();
+                for ub in [None, Some(&unbias[..])] {
+                    let mut out = vec![0i32; n];
+                    let any = wrap_dots_row(&dots, ub, &bias, acc_bits, &mut out);
+                    let mut want_any = false;
+                    for i in 0..n {
+                        let x = dots[i].wrapping_sub(ub.map_or(0, |u| u[i]));
+                        let (w, wrapped) = wrap(i64::from(x) + i64::from(bias[i]), acc_bits);
+                        assert_eq!(out[i], w, "acc_bits {acc_bits}, {x} + {}", bias[i]);
+                        want_any |= wrapped;
+                    }
+                    assert_eq!(any, want_any, "acc_bits {acc_bits}, shift {shift}");
+                }
+            }
+        }
+        let mut out = [0i32; 2];
+        assert!(!wrap_dots_row(
+            &[5, -(1 << 29)],
+            None,
+            &[-3, 0],
+            30,
+            &mut out
+        ));
+        assert_eq!(out, [2, -(1 << 29)]);
     }
 }

@@ -9,6 +9,8 @@ use nnac_isa::{arith, ChanParams, DotProduct, Requant, SimdInstr};
 /// Per-channel bias (0 when disabled) and SIMD channel parameters of a tile.
 pub struct ChannelTable {
     pub bias: Vec<i64>,
+    /// `bias` as the i32 values SRAM holds (the narrow accumulator path).
+    pub bias32: Vec<i32>,
     pub chan: Vec<ChanParams>,
 }
 
@@ -37,15 +39,16 @@ impl ChannelTable {
         count: u64,
         program: &[SimdInstr],
     ) -> Result<ChannelTable, ExecError> {
-        let bias = if d.bias_en {
+        let bias32: Vec<i32> = if d.bias_en {
             (0..count)
-                .map(|c| sram.i32_at(u64::from(d.bias_addr) + 4 * c).map(i64::from))
+                .map(|c| sram.i32_at(u64::from(d.bias_addr) + 4 * c))
                 .collect::<Result<_, _>>()?
         } else {
             vec![0; count as usize]
         };
         Ok(ChannelTable {
-            bias,
+            bias: bias32.iter().map(|&b| i64::from(b)).collect(),
+            bias32,
             chan: read_chan(sram, d.chan_addr, count, program)?,
         })
     }
@@ -55,6 +58,7 @@ impl ChannelTable {
     pub fn splat(&self, i: usize, n: usize) -> ChannelTable {
         ChannelTable {
             bias: vec![self.bias[i]; n],
+            bias32: vec![self.bias32[i]; n],
             chan: vec![self.chan[i]; n],
         }
     }
@@ -80,7 +84,9 @@ pub struct Post<'a> {
 /// `y = ((acc * mult + round) >> shift) + zero_point`, exact in i64 because
 /// `|acc * mult| <= 2^62` and `round < 2^62`.
 struct Lanes {
-    mult: Vec<i64>,
+    /// i32, so the product with an i32 accumulator is one signed 32 x 32 -> 64-bit
+    /// multiply per lane (`vpmuldq` on AVX2) rather than a 64 x 64 one.
+    mult: Vec<i32>,
     round: Vec<i64>,
     shift: Vec<u32>,
 }
@@ -148,7 +154,7 @@ fn lanes_row(r: &Requant, l: &Lanes, acc: &[i32], c0: usize, out: &mut [u8], sig
         .zip(&l.round[c0..c0 + n])
         .zip(&l.shift[c0..c0 + n]);
     for ((o, &a), ((&m, &rd), &s)) in out.iter_mut().zip(acc).zip(lanes) {
-        *o = finish(r, ashr(i64::from(a) * m + rd, s), signed);
+        *o = finish(r, ashr(i64::from(a) * i64::from(m) + rd, s), signed);
     }
 }
 
@@ -182,9 +188,9 @@ unsafe fn lanes_row_avx512(
 
 /// The FUSED_RELU loop over a row of values of one channel (constants `m`, `rd`, `s`).
 #[inline(always)]
-fn chan_row(r: &Requant, (m, rd, s): (i64, i64, u32), acc: &[i32], out: &mut [u8], signed: bool) {
+fn chan_row(r: &Requant, (m, rd, s): (i32, i64, u32), acc: &[i32], out: &mut [u8], signed: bool) {
     for (o, &a) in out.iter_mut().zip(acc) {
-        *o = finish(r, ashr(i64::from(a) * m + rd, s), signed);
+        *o = finish(r, ashr(i64::from(a) * i64::from(m) + rd, s), signed);
     }
 }
 
@@ -193,7 +199,7 @@ fn chan_row(r: &Requant, (m, rd, s): (i64, i64, u32), acc: &[i32], out: &mut [u8
 #[target_feature(enable = "avx2")]
 unsafe fn chan_row_avx2(
     r: &Requant,
-    k: (i64, i64, u32),
+    k: (i32, i64, u32),
     acc: &[i32],
     out: &mut [u8],
     signed: bool,
@@ -206,7 +212,7 @@ unsafe fn chan_row_avx2(
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl")]
 unsafe fn chan_row_avx512(
     r: &Requant,
-    k: (i64, i64, u32),
+    k: (i32, i64, u32),
     acc: &[i32],
     out: &mut [u8],
     signed: bool,
@@ -231,7 +237,7 @@ impl<'a> Post<'a> {
         let lanes = fused.and_then(|r| {
             let ms: Vec<(i32, u32)> = chan.iter().map(|c| mult_shift(r, c)).collect();
             ms.iter().all(|&(_, s)| s <= 62).then(|| Lanes {
-                mult: ms.iter().map(|&(m, _)| i64::from(m)).collect(),
+                mult: ms.iter().map(|&(m, _)| m).collect(),
                 round: ms.iter().map(|&(_, s)| round_term(s)).collect(),
                 shift: ms.iter().map(|&(_, s)| s).collect(),
             })

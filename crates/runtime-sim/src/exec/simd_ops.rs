@@ -64,6 +64,11 @@ impl Tile {
 /// Output values below which a SCALE / ELTWISE tile runs on one thread.
 const PAR_MIN_VALUES: u64 = 1 << 14;
 
+/// Output values below which an ELTWISE tile run plane by plane ([`eltwise_planes`])
+/// stays on one thread: a plane's values cost more than the pixel path's, and the
+/// engine runs on a pool thread, so starting the other costs little.
+const PAR_MIN_PLANE_VALUES: u64 = 1 << 12;
+
 /// Computes every output row of the tile in parallel blocks of pixels:
 /// `f(y, x, out_row, stats)` fills the `c_count` bytes of pixel (y, x).
 fn par_tile<F>(tile: &Tile, f: F) -> Result<(Vec<u8>, ExecStats), ExecError>
@@ -286,34 +291,59 @@ fn eltwise_planes(
     let (n, cn) = (tile.pix.count as usize, tile.cn as usize);
     let (y0, x0) = tile.pix.yx(tile.pix.start);
     const CHUNK: usize = 64;
-    let (mut exact, mut acc) = ([0i64; CHUNK], [0i32; CHUNK]);
     let mut all = vec![0u8; n * cn];
-    let mut st = ExecStats::default();
-    let mut first: Option<(u64, u64)> = None;
-    for (c, plane) in all.chunks_exact_mut(n).enumerate() {
-        let ch = tile.c0 + c as u64;
-        let pa = sram.slice(a.at(y0, x0, ch), n as u64)?;
-        let pb = sram.slice(b.at(y0, x0, ch), n as u64)?;
-        let runs = pa
-            .chunks(CHUNK)
-            .zip(pb.chunks(CHUNK))
-            .zip(plane.chunks_mut(CHUNK));
-        for (j, ((ra, rb), o)) in runs.enumerate() {
-            let m = o.len();
-            for (v, (&va, &vb)) in exact[..m].iter_mut().zip(ra.iter().zip(rb)) {
-                *v = eltwise_combine(op, ta[usize::from(va)], tb[usize::from(vb)]);
-            }
-            if super::wrap_row(&exact[..m], &ZERO_BIAS[..m], hw.acc_bits, &mut acc[..m]) {
-                for (i, &v) in exact[..m].iter().enumerate() {
-                    if super::wrap(v, hw.acc_bits).1 {
-                        st.overflows += 1;
-                        let at = (tile.pix.start + (j * CHUNK + i) as u64, ch);
-                        first = Some(first.map_or(at, |f| f.min(at)));
+    let sram_ro: &Memory = sram;
+    // One channel plane: its overflow count and least overflowing (pixel, channel).
+    let plane_of =
+        |(c, plane): (usize, &mut [u8])| -> Result<(u64, Option<(u64, u64)>), ExecError> {
+            let (mut exact, mut acc) = ([0i64; CHUNK], [0i32; CHUNK]);
+            let (mut overflows, mut first) = (0u64, None::<(u64, u64)>);
+            let ch = tile.c0 + c as u64;
+            let pa = sram_ro.slice(a.at(y0, x0, ch), n as u64)?;
+            let pb = sram_ro.slice(b.at(y0, x0, ch), n as u64)?;
+            let runs = pa
+                .chunks(CHUNK)
+                .zip(pb.chunks(CHUNK))
+                .zip(plane.chunks_mut(CHUNK));
+            for (j, ((ra, rb), o)) in runs.enumerate() {
+                let m = o.len();
+                for (v, (&va, &vb)) in exact[..m].iter_mut().zip(ra.iter().zip(rb)) {
+                    *v = eltwise_combine(op, ta[usize::from(va)], tb[usize::from(vb)]);
+                }
+                if super::wrap_row(&exact[..m], &ZERO_BIAS[..m], hw.acc_bits, &mut acc[..m]) {
+                    for (i, &v) in exact[..m].iter().enumerate() {
+                        if super::wrap(v, hw.acc_bits).1 {
+                            overflows += 1;
+                            let at = (tile.pix.start + (j * CHUNK + i) as u64, ch);
+                            first = Some(first.map_or(at, |f| f.min(at)));
+                        }
                     }
                 }
+                post.apply_chan(&acc[..m], c, o);
             }
-            post.apply_chan(&acc[..m], c, o);
-        }
+            Ok((overflows, first))
+        };
+    // Channels in parallel for a large enough tile (the same values either way).
+    let planes: Vec<(u64, Option<(u64, u64)>)> = if (n * cn) as u64 >= PAR_MIN_PLANE_VALUES {
+        all.par_chunks_exact_mut(n)
+            .enumerate()
+            .with_min_len(8)
+            .map(plane_of)
+            .collect::<Result<_, ExecError>>()?
+    } else {
+        all.chunks_exact_mut(n)
+            .enumerate()
+            .map(plane_of)
+            .collect::<Result<_, ExecError>>()?
+    };
+    let mut st = ExecStats::default();
+    let mut first: Option<(u64, u64)> = None;
+    for (overflows, f) in planes {
+        st.overflows += overflows;
+        first = match (first, f) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
     }
     st.first_overflow = first;
     for (c, plane) in all.chunks_exact(n).enumerate() {
