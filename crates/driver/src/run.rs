@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 pub fn read_program(path: &Path) -> Result<Program, Error> {
     let bytes = std::fs::read(path)
         .map_err(|e| Error::user(format!("cannot read {}: {e}", path.display())))?;
-    Program::read(&bytes).map_err(|e| Error::user(format!("{}: {e}", path.display())))
+    Program::read_owned(bytes).map_err(|e| Error::user(format!("{}: {e}", path.display())))
 }
 
 /// A simulator error as the user's, prefixed with the program's name.

@@ -30,14 +30,16 @@ proptest! {
         }
     }
 
-    /// Program::read(write(p)) == p and the bytes are stable.
+    /// Program::read(write(p)) == p and the bytes are stable; read_owned (the image
+    /// left in the buffer) reads the same program.
     #[test]
     fn container_round_trips(w in words()) {
         let p = random_program(&mut Src::new(&w));
         let bytes = p.write().unwrap();
         let back = Program::read(&bytes).unwrap();
-        prop_assert_eq!(back.write().unwrap(), bytes);
-        prop_assert_eq!(back, p);
+        prop_assert_eq!(&back.write().unwrap(), &bytes);
+        prop_assert_eq!(&back, &p);
+        prop_assert_eq!(Program::read_owned(bytes).unwrap(), p);
     }
 
     /// asm(disasm(p)) is byte-identical to p, with DRAM inline or in a side file.

@@ -93,6 +93,25 @@ impl Program {
 
     /// Parses and validates a container. Never panics on any input.
     pub fn read(bytes: &[u8]) -> Result<Program, ContainerError> {
+        let (mut program, image) = Program::parse(bytes)?;
+        program.dram.bytes = bytes[image].to_vec();
+        Ok(program)
+    }
+
+    /// [`Program::read`] of a container the caller gives away (a file just read):
+    /// the DRAM image, most of a program's bytes, stays in the buffer instead of
+    /// being copied out of it.
+    pub fn read_owned(mut bytes: Vec<u8>) -> Result<Program, ContainerError> {
+        let (mut program, image) = Program::parse(&bytes)?;
+        bytes.truncate(image.end);
+        bytes.drain(..image.start);
+        program.dram.bytes = bytes;
+        Ok(program)
+    }
+
+    /// The program of a container, with an empty DRAM image, and where the image's
+    /// bytes are in `bytes`.
+    fn parse(bytes: &[u8]) -> Result<(Program, std::ops::Range<usize>), ContainerError> {
         let body = check_envelope(bytes)?;
         let sections = read_table(body)?;
         let get = |k: SectionKind| sections.iter().find(|(kind, _, _)| *kind == k);
@@ -107,7 +126,11 @@ impl Program {
             .map(|l| l.instr)
             .collect();
         let (_, off, data) = need(SectionKind::Dram)?;
-        let dram = read_dram(&mut Reader::new(data, *off, "dram"))?;
+        let (base, image) = read_dram(&mut Reader::new(data, *off, "dram"))?;
+        let dram = DramImage {
+            base,
+            bytes: Vec::new(),
+        };
         let (_, off, data) = need(SectionKind::Io)?;
         let io = read_io(&mut Reader::new(data, *off, "io"))?;
         let host_ops = match get(SectionKind::HostOps) {
@@ -134,7 +157,7 @@ impl Program {
             )?),
             None => None,
         };
-        Ok(Program {
+        let program = Program {
             instrs,
             dram,
             io,
@@ -142,7 +165,8 @@ impl Program {
             meta,
             layers,
             body_start,
-        })
+        };
+        Ok((program, image))
     }
 }
 
@@ -224,13 +248,15 @@ fn read_table(body: &[u8]) -> Result<Vec<Section<'_>>, ContainerError> {
     Ok(out)
 }
 
-fn read_dram(r: &mut Reader) -> Result<DramImage, ContainerError> {
+/// The DRAM image's base address and where its bytes are in the container.
+fn read_dram(r: &mut Reader) -> Result<(u64, std::ops::Range<usize>), ContainerError> {
     let base = r.u64()?;
-    let bytes = r.rest().to_vec();
-    if base.checked_add(bytes.len() as u64).is_none() {
+    let start = r.offset();
+    let len = r.rest().len();
+    if base.checked_add(len as u64).is_none() {
         return Err(r.error("DRAM image wraps around the address space"));
     }
-    Ok(DramImage { base, bytes })
+    Ok((base, start..start + len))
 }
 
 fn write_io(io: &[IoDesc]) -> Vec<u8> {

@@ -36,6 +36,11 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
+    /// File offset of the current position.
+    pub fn offset(&self) -> usize {
+        self.base + self.pos
+    }
+
     pub fn rest(&mut self) -> &'a [u8] {
         let s = &self.data[self.pos..];
         self.pos = self.data.len();

@@ -135,7 +135,7 @@ impl Group8 {
 
     /// The eight bytes of the channel whose bytes start at `row[0]` (`row` holds at
     /// least [`Group8::len`] bytes), byte `q` = pixel `q`'s.
-    #[inline]
+    #[inline(always)]
     fn word(&self, row: &[u8]) -> u64 {
         let load = |at: usize| u64::from_le_bytes(row[at..at + 8].try_into().expect("8 bytes"));
         match self.read {
@@ -204,9 +204,13 @@ struct Run8<'s> {
 impl Run8<'_> {
     /// Channels `cb..cb + 8` of the eight pixels, one word per channel (byte `q` =
     /// pixel `p + q`).
-    #[inline]
+    #[inline(always)]
     fn words(&self, cb: usize, cp: usize) -> [u64; 8] {
-        std::array::from_fn(|r| self.g.word(&self.src[(cb + r) * cp..]))
+        let mut a = [0u64; 8];
+        for (r, w) in a.iter_mut().enumerate() {
+            *w = self.g.word(&self.src[(cb + r) * cp..]);
+        }
+        a
     }
 }
 
