@@ -259,17 +259,22 @@ fn block_dots<'s>(
 /// Multiply-accumulates below which an instruction's blocks run on one thread.
 const PAR_MIN_MACS: u64 = 1 << 17;
 
-/// Pixels per parallel task: the tile split evenly over the threads (so a one-slice
-/// tile still uses every thread), at most `mac_rows`, a multiple of 8 (the VNNI
-/// kernel's pixel block) when larger than 8.
-fn pixels_per_task(count: u64, mac_rows: u64) -> u64 {
+/// The tile's pixels (`start .. start + count`) as blocks for the threads: a number
+/// of blocks that is a multiple of the thread count, each at most about `mac_rows`
+/// pixels, of near-equal sizes with inner boundaries on multiples of 8 pixels (the
+/// gather's and the VNNI kernel's pixel groups). A 49-pixel tile on two threads is
+/// 24 + 25 pixels, not 32 + 17.
+fn pixel_blocks(start: u64, count: u64, mac_rows: u64) -> Vec<std::ops::Range<u64>> {
     let threads = rayon::current_num_threads().max(1) as u64;
-    count
-        .div_ceil(threads)
-        .div_ceil(8)
-        .max(1)
-        .saturating_mul(8)
-        .min(mac_rows.max(1))
+    let blocks = count.div_ceil(mac_rows.max(1)).div_ceil(threads).max(1) * threads;
+    let edge = |i: u64| match i {
+        _ if i >= blocks => count,
+        _ => (i * count / blocks) / 8 * 8,
+    };
+    (0..blocks)
+        .map(|i| start + edge(i)..start + edge(i + 1))
+        .filter(|r| !r.is_empty())
+        .collect()
 }
 
 /// Runs one dot-product instruction against SRAM.
@@ -295,80 +300,85 @@ pub fn execute_prepared(
     let table = &prep.table;
     let post = Post::new(&d.simd, d.out_signed, &table.chan);
     let oc_count = g.oc_count as usize;
-    let block = pixels_per_task(g.pix.count, u64::from(hw.mac_rows));
     let sram_ro: &Memory = sram;
     // Each block writes its pixels' SIMD outputs into its own part of `prepool`.
-    let run_block = |(i, out): (usize, &mut [u8])| -> Result<ExecStats, ExecError> {
-        let s = g.pix.start + i as u64 * block;
-        let pixels = s..(s + block).min(g.pix.end());
-        SCRATCH.with(|s| {
-            let s = &mut *s.borrow_mut();
-            let mut wrapped = std::mem::take(&mut s.wrapped);
-            wrapped.resize(oc_count, 0);
-            let sums = block_dots(prep, d, sram_ro, pixels.clone(), s)?;
-            let mut st = ExecStats::default();
-            for (p, orow) in out.chunks_exact_mut(oc_count).enumerate() {
-                let row = p * oc_count..(p + 1) * oc_count;
-                // With `params_by_pixel` every channel of the row takes the pixel's entry.
-                let (pixel_table, pixel_post);
-                let (table, post) = if d.params_by_pixel {
-                    let i = (pixels.start - g.pix.start) as usize + p;
-                    pixel_table = table.splat(i, oc_count);
-                    pixel_post = Post::new(&d.simd, d.out_signed, &pixel_table.chan);
-                    (&pixel_table, &pixel_post)
-                } else {
-                    (table, &post)
-                };
-                let wrapped_any = match &sums {
-                    Sums::Narrow { dots, unbias } => {
-                        let u = unbias.map(|u| &u[..oc_count]);
-                        super::wrap_dots_row(
-                            &dots[row.clone()],
-                            u,
-                            &table.bias32,
+    let run_block =
+        |(pixels, out): (std::ops::Range<u64>, &mut [u8])| -> Result<ExecStats, ExecError> {
+            SCRATCH.with(|s| {
+                let s = &mut *s.borrow_mut();
+                let mut wrapped = std::mem::take(&mut s.wrapped);
+                wrapped.resize(oc_count, 0);
+                let sums = block_dots(prep, d, sram_ro, pixels.clone(), s)?;
+                let mut st = ExecStats::default();
+                for (p, orow) in out.chunks_exact_mut(oc_count).enumerate() {
+                    let row = p * oc_count..(p + 1) * oc_count;
+                    // With `params_by_pixel` every channel of the row takes the pixel's entry.
+                    let (pixel_table, pixel_post);
+                    let (table, post) = if d.params_by_pixel {
+                        let i = (pixels.start - g.pix.start) as usize + p;
+                        pixel_table = table.splat(i, oc_count);
+                        pixel_post = Post::new(&d.simd, d.out_signed, &pixel_table.chan);
+                        (&pixel_table, &pixel_post)
+                    } else {
+                        (table, &post)
+                    };
+                    let wrapped_any = match &sums {
+                        Sums::Narrow { dots, unbias } => {
+                            let u = unbias.map(|u| &u[..oc_count]);
+                            super::wrap_dots_row(
+                                &dots[row.clone()],
+                                u,
+                                &table.bias32,
+                                hw.acc_bits,
+                                &mut wrapped,
+                            )
+                        }
+                        Sums::Wide(acc) => super::wrap_row(
+                            &acc[row.clone()],
+                            &table.bias,
                             hw.acc_bits,
                             &mut wrapped,
-                        )
-                    }
-                    Sums::Wide(acc) => {
-                        super::wrap_row(&acc[row.clone()], &table.bias, hw.acc_bits, &mut wrapped)
-                    }
-                };
-                if wrapped_any {
-                    for c in 0..oc_count {
-                        let exact = match &sums {
-                            Sums::Narrow { dots, unbias } => {
-                                let back = unbias.map_or(0, |u| u[c]);
-                                i64::from(dots[row.start + c].wrapping_sub(back))
+                        ),
+                    };
+                    if wrapped_any {
+                        for c in 0..oc_count {
+                            let exact = match &sums {
+                                Sums::Narrow { dots, unbias } => {
+                                    let back = unbias.map_or(0, |u| u[c]);
+                                    i64::from(dots[row.start + c].wrapping_sub(back))
+                                }
+                                Sums::Wide(acc) => acc[row.start + c],
+                            };
+                            if super::wrap(exact + table.bias[c], hw.acc_bits).1 {
+                                st.note_overflow(pixels.start + p as u64, g.oc_start + c as u64);
                             }
-                            Sums::Wide(acc) => acc[row.start + c],
-                        };
-                        if super::wrap(exact + table.bias[c], hw.acc_bits).1 {
-                            st.note_overflow(pixels.start + p as u64, g.oc_start + c as u64);
                         }
                     }
+                    post.apply_row(&wrapped, 0, orow);
                 }
-                post.apply_row(&wrapped, 0, orow);
-            }
-            s.wrapped = wrapped;
-            Ok(st)
-        })
-    };
+                s.wrapped = wrapped;
+                Ok(st)
+            })
+        };
     let macs = g.pix.count * g.oc_count * g.k_terms();
     let mut prepool = vec![0u8; (g.pix.count as usize) * oc_count];
-    let part = block as usize * oc_count;
+    let mut parts = Vec::new();
+    let mut rest = &mut prepool[..];
+    for r in pixel_blocks(g.pix.start, g.pix.count, u64::from(hw.mac_rows)) {
+        let (part, tail) = rest.split_at_mut((r.end - r.start) as usize * oc_count);
+        parts.push((r, part));
+        rest = tail;
+    }
     // A small instruction runs its blocks on this thread: waking the pool would cost
     // more than the work. The blocks and their order are the same either way.
-    let parts: Vec<ExecStats> = if macs < PAR_MIN_MACS || part == 0 {
-        prepool
-            .chunks_mut(part.max(1))
-            .enumerate()
+    let parts: Vec<ExecStats> = if macs < PAR_MIN_MACS {
+        parts
+            .into_iter()
             .map(run_block)
             .collect::<Result<_, ExecError>>()?
     } else {
-        prepool
-            .par_chunks_mut(part)
-            .enumerate()
+        parts
+            .into_par_iter()
             .map(run_block)
             .collect::<Result<_, ExecError>>()?
     };
@@ -405,4 +415,46 @@ fn store(g: &DotGeom, prepool: &[u8], sram: &mut Memory) -> Result<(), ExecError
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pixel_blocks;
+
+    #[test]
+    fn pixel_blocks_cover_the_tile_in_near_equal_parts() {
+        let threads = rayon::current_num_threads().max(1) as u64;
+        for (start, count, mac_rows) in [
+            (0, 49, 96),
+            (96, 96, 96),
+            (0, 4, 96),
+            (7, 3248, 96),
+            (0, 0, 96),
+            (5, 784, 96),
+            (0, 200, 64),
+        ] {
+            let b = pixel_blocks(start, count, mac_rows);
+            // Contiguous, non-empty, covering start .. start + count.
+            let mut at = start;
+            for r in &b {
+                assert_eq!(r.start, at, "{count}: {b:?}");
+                assert!(r.end > r.start);
+                at = r.end;
+            }
+            assert_eq!(at, start + count);
+            // Inner boundaries on multiples of 8 pixels from the tile's start.
+            for r in b.iter().skip(1) {
+                assert_eq!((r.start - start) % 8, 0, "{b:?}");
+            }
+            let sizes: Vec<u64> = b.iter().map(|r| r.end - r.start).collect();
+            if count >= 8 * threads {
+                assert_eq!(b.len() as u64 % threads, 0, "{count}: {sizes:?}");
+                let (lo, hi) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+                assert!(hi - lo <= 8 && *hi <= mac_rows + 8, "{count}: {sizes:?}");
+            }
+        }
+        if threads == 2 {
+            assert_eq!(pixel_blocks(0, 49, 96), vec![0..24, 24..49]);
+        }
+    }
 }

@@ -62,11 +62,6 @@ impl PairWeights {
         let pair = self.data[(kk / 2) * self.ld + c];
         (pair >> (16 * (kk % 2))) as u16 as i16
     }
-
-    /// The `ld` pair words of term pair `k2` (terms `2*k2` and `2*k2 + 1`).
-    pub fn pair_row_mut(&mut self, k2: usize) -> &mut [u32] {
-        &mut self.data[k2 * self.ld..(k2 + 1) * self.ld]
-    }
 }
 
 /// Exact (i64) dot product of patch row `a` with channel `c`.

@@ -11,6 +11,7 @@
 
 use super::dot_geom::DotGeom;
 use super::gemm::{pack_pair, PairWeights};
+use rayon::prelude::*;
 
 /// Byte offset from `w_addr` of the weight of output channel `oc` (absolute) for
 /// term `t`.
@@ -73,8 +74,7 @@ pub fn pair_weights(g: &DotGeom, bytes: &[u8], signed: bool, kpad: usize) -> Pai
     let sram_term = |kk: usize| (kk < k).then(|| (kk % icpg) * taps + kk / icpg);
     let zeros = vec![0u8; g.oc_count as usize];
     let mut w = PairWeights::zeroed(g.oc_count as usize, kpad);
-    for k2 in 0..k.div_ceil(2) {
-        let row = w.pair_row_mut(k2);
+    let fill = |(k2, row): (usize, &mut [u32])| {
         for r in &runs {
             let vec_of = |t: Option<usize>| match t {
                 Some(t) => &bytes[r.off + t * r.cols..r.off + t * r.cols + r.n],
@@ -83,9 +83,24 @@ pub fn pair_weights(g: &DotGeom, bytes: &[u8], signed: bool, kpad: usize) -> Pai
             let (lo, hi) = (vec_of(sram_term(2 * k2)), vec_of(sram_term(2 * k2 + 1)));
             pack_row(&mut row[r.c0..r.c0 + r.n], lo, hi, signed);
         }
+    };
+    let (ld, pairs) = (w.ld, k.div_ceil(2));
+    // The rows are independent: a large tile's (a program's first frame converts
+    // every instruction's weights) are packed on every thread.
+    if k as u64 * g.oc_count >= PAR_MIN_WEIGHTS {
+        w.data
+            .par_chunks_mut(ld)
+            .take(pairs)
+            .enumerate()
+            .for_each(fill);
+    } else {
+        w.data.chunks_mut(ld).take(pairs).enumerate().for_each(fill);
     }
     w
 }
+
+/// Weights (terms x channels) from which a tile's conversion runs in parallel.
+const PAR_MIN_WEIGHTS: u64 = 1 << 15;
 
 /// `dst[j] = pack_pair(code(lo[j]), code(hi[j]))` (a loop the compiler vectorises).
 fn pack_row(dst: &mut [u32], lo: &[u8], hi: &[u8], signed: bool) {
