@@ -80,33 +80,53 @@ fn scale_per_channel_multiply_add() {
     assert_eq!(got, want);
 }
 
-fn eltwise_case(op: EltOp) {
-    let (h, w, c) = (2u32, 4u32, 9u32);
-    let mut rng = Lcg(5 + op as u64);
-    let a = rng.bytes((h * w * c) as usize);
-    let b = rng.bytes((h * w * c) as usize);
+/// How an ELTWISE test lays out its tensors.
+#[derive(Clone, Copy, Debug)]
+enum Layout {
+    /// Channels adjacent (pixel by pixel path).
+    Hwc,
+    /// One plane per channel: the plane-by-plane path, in parallel from 4,096 values.
+    Planar,
+}
+
+/// ELTWISE `op` on `h x w x c` tensors against plain reference code: outputs, the
+/// overflow count and the first overflowing (pixel, channel) in pixel order.
+/// `shifts` are the two inputs' rescale shifts (smaller: larger values).
+fn eltwise_case(op: EltOp, (h, w, c): (u32, u32, u32), layout: Layout, shifts: (u32, u32)) {
+    let n = h * w * c;
+    let mut rng = Lcg(5 + op as u64 + u64::from(n));
+    let a = rng.bytes(n as usize);
+    let b = rng.bytes(n as usize);
+    let b_addr = n.next_multiple_of(0x1000);
+    let out_addr = 2 * b_addr;
     let mut image = a.clone();
-    put(&mut image, 0x2000, &b);
-    let (am, bm, ash, bsh) = (1_500_000_000, 900_000_000, 28u32, 27u32);
+    put(&mut image, b_addr as usize, &b);
+    let (am, bm, (ash, bsh)) = (1_500_000_000, 900_000_000, shifts);
+    // (row, pixel, channel) pitches and the byte offset of (y, x, ch).
+    let (rp, pp, cp) = match layout {
+        Layout::Hwc => (w * c, c, 1),
+        Layout::Planar => (w, 1, h * w),
+    };
+    let at = |y: u32, x: u32, ch: u32| (y * rp + x * pp + ch * cp) as usize;
     let e = Eltwise {
         flags: FlagOps::new(),
         simd: vec![fused_relu(1 << 30, 31, 4, -128, 127)],
         a_addr: 0,
-        b_addr: 0x2000,
-        out_addr: OUT,
+        b_addr,
+        out_addr,
         chan_addr: 0,
         h,
         w,
         c,
-        a_row_pitch: w * c,
-        a_pix_pitch: c,
-        b_row_pitch: w * c,
-        b_pix_pitch: c,
-        out_row_pitch: w * c,
-        a_chan_pitch: 1,
-        b_chan_pitch: 1,
-        out_chan_pitch: 1,
-        out_pix_pitch: c,
+        a_row_pitch: rp,
+        a_pix_pitch: pp,
+        b_row_pitch: rp,
+        b_pix_pitch: pp,
+        out_row_pitch: rp,
+        a_chan_pitch: cp,
+        b_chan_pitch: cp,
+        out_chan_pitch: cp,
+        out_pix_pitch: pp,
         pix_start: 0,
         pix_count: h * w,
         c_start: 0,
@@ -122,27 +142,50 @@ fn eltwise_case(op: EltOp) {
         a_shift: ash,
         b_shift: bsh,
     };
-    let (got, _) = run_one(&small_hw(), &image, Instr::Eltwise(e), OUT, h * w * c).unwrap();
+    let (got, r) = run_one(&small_hw(), &image, Instr::Eltwise(e), out_addr, n).unwrap();
     let rescale =
         |code: i64, zero: i64, m: i64, s: u32| -> i64 { ((code - zero) * m + (1 << (s - 1))) >> s };
-    for i in 0..(h * w * c) as usize {
-        let va = rescale(i64::from(a[i]), 128, i64::from(am), ash);
-        let vb = rescale(i64::from(b[i] as i8), -2, i64::from(bm), bsh);
-        let acc = match op {
-            EltOp::Add => va + vb,
-            EltOp::Mul => va * vb,
-            EltOp::Max => va.max(vb),
-        };
-        let want = requant(wrap30(acc), 1 << 30, 31, 4, -128, 127, true);
-        assert_eq!(got[i], want, "{op:?} element {i}");
+    let (mut overflows, mut first) = (0u64, None);
+    for y in 0..h {
+        for x in 0..w {
+            for ch in 0..c {
+                let i = at(y, x, ch);
+                let va = rescale(i64::from(a[i]), 128, i64::from(am), ash);
+                let vb = rescale(i64::from(b[i] as i8), -2, i64::from(bm), bsh);
+                let acc = match op {
+                    EltOp::Add => va + vb,
+                    EltOp::Mul => va * vb,
+                    EltOp::Max => va.max(vb),
+                };
+                if wrap30(acc) != acc {
+                    overflows += 1;
+                    first = first.or(Some((u64::from(y * w + x), u64::from(ch))));
+                }
+                let want = requant(wrap30(acc), 1 << 30, 31, 4, -128, 127, true);
+                assert_eq!(got[i], want, "{op:?} {layout:?} (y {y}, x {x}, c {ch})");
+            }
+        }
     }
+    // With small shifts products wrap: the overflow bookkeeping is exercised.
+    assert!(
+        !matches!(op, EltOp::Mul) || ash > 24 || overflows > 0,
+        "{op:?} {layout:?}"
+    );
+    assert_eq!(r.stats.acc_overflows, overflows, "{op:?} {layout:?}");
+    let site = r.stats.first_overflow.map(|s| (s.pixel, s.channel));
+    assert_eq!(site, first, "{op:?} {layout:?}");
 }
 
 #[test]
 fn eltwise_add_mul_max() {
-    eltwise_case(EltOp::Add);
-    eltwise_case(EltOp::Mul);
-    eltwise_case(EltOp::Max);
+    for op in [EltOp::Add, EltOp::Mul, EltOp::Max] {
+        for shifts in [(28, 27), (20, 19)] {
+            eltwise_case(op, (2, 4, 9), Layout::Hwc, shifts);
+            // Planes of 48 pixels x 96 channels: 4,608 values, the parallel plane path.
+            eltwise_case(op, (6, 8, 96), Layout::Planar, shifts);
+            eltwise_case(op, (3, 5, 7), Layout::Planar, shifts);
+        }
+    }
 }
 
 #[test]
