@@ -38,6 +38,7 @@ import numpy as np
 import onnx
 import onnx.version_converter
 import onnxruntime as ort
+from _ort_exact import session as exact_session
 from onnxruntime.quantization.shape_inference import quant_pre_process
 from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat,
                                       QuantType, quantize_static)
@@ -137,7 +138,10 @@ def main() -> int:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     import hashlib
-    stamp = (f"script={hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}\n"
+    here = Path(__file__).resolve().parent
+    sha = {f: hashlib.sha256((here / f).read_bytes()).hexdigest()
+           for f in (Path(__file__).name, "_ort_exact.py")}
+    stamp = (f"script={sha[Path(__file__).name]}\nort_exact={sha['_ort_exact.py']}\n"
              f"onnxruntime={ort.__version__}\nonnx={onnx.__version__}\nnets={args.nets}\n")
     stamp_file = args.out / ".stamp"
     if stamp_file.is_file() and stamp_file.read_text() == stamp:
@@ -162,7 +166,7 @@ def main() -> int:
                             quant_format=QuantFormat.QDQ, per_channel=True,
                             activation_type=act, weight_type=QuantType.QInt8,
                             calibrate_method=CalibrationMethod.MinMax)
-            sess = ort.InferenceSession(str(q_path), providers=["CPUExecutionProvider"])
+            sess = exact_session(q_path)
             outs = np.stack([sess.run(None, {name: f})[0] for f in test])
             np.save(args.out / f"{net}_{tag}_ort.npy", outs)
             scale, zp = output_qparams(onnx.load(str(q_path)))

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
+from _ort_exact import session as exact_session
 from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat,
                                       QuantType, quantize_static)
 
@@ -62,7 +63,7 @@ def fix_input_shape(model: Path, name: str, shape, out: Path) -> None:
 def run(model: Path, name: str, frames: np.ndarray) -> np.ndarray:
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 2
-    s = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+    s = exact_session(model, opts)
     return np.stack([s.run(None, {name: f})[0] for f in frames])
 
 
@@ -102,7 +103,7 @@ def main() -> int:
     )
     if a.outputs_dir is not None:
         a.outputs_dir.mkdir(parents=True, exist_ok=True)
-        s = ort.InferenceSession(str(qmodel), providers=["CPUExecutionProvider"])
+        s = exact_session(qmodel)
         for o, v in zip(s.get_outputs(), s.run(None, {a.input: test[0]})):
             np.save(a.outputs_dir / f"{o.name}.npy", v)
     f = run(fixed, a.input, test)

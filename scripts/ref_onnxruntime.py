@@ -34,12 +34,13 @@ def main() -> int:
         print(f"ref_onnxruntime: error: model {args.model} not found", file=sys.stderr)
         return 1
     import onnxruntime as ort
+    from _ort_exact import session as exact_session
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 2
     opts.inter_op_num_threads = 1
     opts.log_severity_level = 3
     try:
-        sess = ort.InferenceSession(str(args.model), opts, providers=["CPUExecutionProvider"])
+        sess = exact_session(args.model, opts)
     except Exception as e:  # ORT raises its own exception types
         print(f"ref_onnxruntime: error: cannot load {args.model}: {e}", file=sys.stderr)
         return 2
