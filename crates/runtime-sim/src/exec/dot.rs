@@ -267,9 +267,12 @@ const PAR_MIN_MACS: u64 = 1 << 17;
 fn pixel_blocks(start: u64, count: u64, mac_rows: u64) -> Vec<std::ops::Range<u64>> {
     let threads = rayon::current_num_threads().max(1) as u64;
     let blocks = count.div_ceil(mac_rows.max(1)).div_ceil(threads).max(1) * threads;
-    let edge = |i: u64| match i {
-        _ if i >= blocks => count,
-        _ => (i * count / blocks) / 8 * 8,
+    let edge = |i: u64| {
+        if i >= blocks {
+            count
+        } else {
+            (i * count / blocks) / 8 * 8
+        }
     };
     (0..blocks)
         .map(|i| start + edge(i)..start + edge(i + 1))
