@@ -10,7 +10,9 @@ output codes equal to those of a VNNI machine, up to 42 codes apart). The sessio
 saturate; with VNNI the results are exact either way. Its weight rewrite in ONNX Runtime
 1.31 fails on an initializer that several QuantizeLinear / DequantizeLinear nodes share
 ("Attempt to replace the existing tensor"), so each such node first gets a copy of its
-own (same values: the model's arithmetic is unchanged).
+own, and a DequantizeLinear with several consumers first becomes one per consumer (as
+ONNX Runtime's own EnsureUniqueDQForNodeUnit makes it, whose copies would share the
+initializers): same values, the model's arithmetic is unchanged.
 `scripts/bench_ort_int8.py` does not use any of this: it times ONNX Runtime as users
 run it.
 """
@@ -37,6 +39,7 @@ def own_initializers(model: onnx.ModelProto) -> onnx.ModelProto:
     Identity nodes) is copied under a new name."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
+    unique_dequantize_per_consumer(m.graph)
     inits = {i.name: i for i in m.graph.initializer}
     alias = {n.output[0]: n.input[0] for n in m.graph.node if n.op_type == "Identity"}
     uses: dict[str, int] = {}
@@ -62,10 +65,36 @@ def own_initializers(model: onnx.ModelProto) -> onnx.ModelProto:
     return m
 
 
+def unique_dequantize_per_consumer(graph: onnx.GraphProto) -> None:
+    """Gives every consumer of a DequantizeLinear node with several consumers a copy of
+    that node (what ONNX Runtime's EnsureUniqueDQForNodeUnit does itself, but before
+    `own_initializers` runs, so that each copy then gets initializers of its own)."""
+    outputs = {o.name for o in graph.output}
+    consumers: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
+    for n in graph.node:
+        for k, name in enumerate(n.input):
+            consumers.setdefault(name, []).append((n, k))
+    nodes = []
+    for n in graph.node:
+        nodes.append(n)
+        uses = consumers.get(n.output[0], []) if n.output else []
+        if n.op_type != "DequantizeLinear" or n.output[0] in outputs or len(uses) < 2:
+            continue
+        for i, (user, k) in enumerate(uses[1:], start=1):
+            copy = onnx.NodeProto()
+            copy.CopyFrom(n)
+            copy.name = f"{n.name}/consumer{i}"
+            copy.output[0] = f"{n.output[0]}/consumer{i}"
+            user.input[k] = copy.output[0]
+            nodes.append(copy)
+    del graph.node[:]
+    graph.node.extend(nodes)
+
+
 def session(model: str | Path, opts: ort.SessionOptions | None = None) -> ort.InferenceSession:
     """A CPU session of the model file with exact int8 matrix multiplies. Where ONNX
-    Runtime cannot build one (its weight rewrite also fails on some int8-activation
-    models), the default session, with a warning: on a CPU with VNNI that is exact too."""
+    Runtime cannot build one (none of make_qdq_models.py's models, measured), the
+    default session, with a warning: on a CPU with VNNI that is exact too."""
     providers = ["CPUExecutionProvider"]
     exact = own_initializers(onnx.load(str(model))).SerializeToString()
     plain = opts if opts is not None else ort.SessionOptions()
