@@ -17,7 +17,9 @@ use nnac_isa::{IoDesc, IoDtype, Program};
 use nnac_runtime_sim::{Output, RunStats, Session, SimError, Simulator};
 use std::path::{Path, PathBuf};
 
-/// Reads and decodes a `.nnab` program; errors name the file.
+/// Reads and decodes a `.nnab` program; errors name the file. The file's buffer
+/// becomes the program's DRAM image (`Program::read_owned`): the weights are read
+/// from the file once and not copied again.
 pub fn read_program(path: &Path) -> Result<Program, Error> {
     let bytes = std::fs::read(path)
         .map_err(|e| Error::user(format!("cannot read {}: {e}", path.display())))?;

@@ -97,8 +97,7 @@ impl DotProduct {
     /// Checks the rules of docs/ISA.md section 5 for this instruction (field ranges
     /// first, so no arithmetic below can overflow or divide by zero).
     pub fn check(&self, kind: DotKind) -> Result<(), CheckError> {
-        let mut scratch = [0u8; DotProduct::SIZE];
-        self.pack(&mut scratch, "CONV").map_err(CheckError::Field)?;
+        self.check_ranges("CONV").map_err(CheckError::Field)?;
         self.check_pool_fields()?;
         if !self.in_c.is_multiple_of(self.groups) || !self.out_c.is_multiple_of(self.groups) {
             return Err(CheckError::Groups {
@@ -280,9 +279,7 @@ impl ActLayout {
 impl Scale {
     /// Checks the rules of docs/ISA.md section 5 for this instruction.
     pub fn check(&self) -> Result<(), CheckError> {
-        let mut scratch = [0u8; Scale::SIZE];
-        self.pack(&mut scratch, "SCALE")
-            .map_err(CheckError::Field)?;
+        self.check_ranges("SCALE").map_err(CheckError::Field)?;
         check_tile(
             self.pix_start,
             self.pix_count,
@@ -316,9 +313,7 @@ impl Scale {
 impl Eltwise {
     /// Checks the rules of docs/ISA.md section 5 for this instruction.
     pub fn check(&self) -> Result<(), CheckError> {
-        let mut scratch = [0u8; Eltwise::SIZE];
-        self.pack(&mut scratch, "ELTWISE")
-            .map_err(CheckError::Field)?;
+        self.check_ranges("ELTWISE").map_err(CheckError::Field)?;
         check_tile(
             self.pix_start,
             self.pix_count,

@@ -82,13 +82,8 @@ impl FieldSpec {
         }
     }
 
-    /// Checks the range and writes `value` into `buf`.
-    pub fn pack(
-        &self,
-        buf: &mut [u8],
-        mnemonic: &'static str,
-        value: i64,
-    ) -> Result<(), EncodeError> {
+    /// Errs unless `value` is in the field's range.
+    pub fn check(&self, mnemonic: &'static str, value: i64) -> Result<(), EncodeError> {
         if value < self.min || value > self.max {
             return Err(EncodeError::new(
                 mnemonic,
@@ -98,6 +93,17 @@ impl FieldSpec {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// Checks the range and writes `value` into `buf`.
+    pub fn pack(
+        &self,
+        buf: &mut [u8],
+        mnemonic: &'static str,
+        value: i64,
+    ) -> Result<(), EncodeError> {
+        self.check(mnemonic, value)?;
         bits::put(buf, self.offset, self.width, value as u64);
         Ok(())
     }
@@ -219,6 +225,13 @@ pub trait Fields {
     fn set(&mut self, name: &str, value: i64) -> Result<(), FieldError>;
     /// Packs all table fields into `buf` (the instruction's bytes).
     fn pack(&self, buf: &mut [u8], mnemonic: &'static str) -> Result<(), EncodeError>;
+    /// The range checks of [`Fields::pack`] (the same first error), without packing.
+    fn check_ranges(&self, mnemonic: &'static str) -> Result<(), EncodeError> {
+        self.specs()
+            .iter()
+            .zip(self.values())
+            .try_for_each(|(spec, v)| spec.check(mnemonic, v))
+    }
 }
 
 /// Converts a field value read from the wire or the assembler into its type.

@@ -47,6 +47,14 @@ impl Rng {
 }
 
 #[test]
+fn reading_a_taken_buffer_gives_the_same_program() {
+    let bytes = sample();
+    let p = Program::read_owned(bytes.clone()).unwrap();
+    assert_eq!(p, Program::read(&bytes).unwrap());
+    assert_eq!(p.write().unwrap(), bytes);
+}
+
+#[test]
 fn every_truncation_is_an_error() {
     let bytes = sample();
     for n in 0..bytes.len() {
@@ -97,6 +105,11 @@ fn random_corruptions_never_panic() {
         if i % 2 == 0 {
             fix_crc(&mut b);
         }
+        // Taking the buffer reads the same program, or fails the same way.
+        assert_eq!(
+            format!("{:?}", Program::read_owned(b.clone())),
+            format!("{:?}", Program::read(&b))
+        );
         if let Ok(p) = Program::read(&b) {
             // Anything accepted must re-serialize to exactly the accepted bytes.
             assert_eq!(p.write().unwrap(), b, "accepted a non-canonical file");

@@ -18,7 +18,7 @@
 use crate::error::{state_text, ExecError, Hazard, HazardKind, InstrRef, SimError};
 use crate::exec::dot::DotPrep;
 use crate::exec::{self, ExecStats, Prep};
-use crate::footprint::Footprint;
+use crate::footprint::{Footprint, Footprints};
 use crate::memory::{Dram, Memory};
 use crate::rng::SplitMix64;
 use crate::stats::{OverflowSite, RunStats};
@@ -75,7 +75,9 @@ enum Event {
 /// The machine while a program runs.
 pub struct Engine<'a> {
     instrs: &'a [Instr],
-    fps: &'a [Footprint],
+    /// Computed on demand: only instructions that start while the other queue has
+    /// one in flight (or completed unordered) need theirs.
+    fps: &'a Footprints<'a>,
     hw: &'a HwConfig,
     queues: [Queue; 2],
     /// Index ranges of the segments, each ending with its STOP.
@@ -87,7 +89,7 @@ pub struct Engine<'a> {
     /// `clock[q][r]`: instructions of queue `r` known by queue `q` to have completed.
     clock: [[usize; 2]; 2],
     flag_clock: Vec<[usize; 2]>,
-    pub dram: Dram,
+    pub dram: Dram<'a>,
     pub sram: Memory,
     pub stats: RunStats,
     /// Prepared dot-product instructions kept between executions, by instruction
@@ -117,9 +119,9 @@ impl<'a> Engine<'a> {
     /// `instrs` must end with STOP (the decoder guarantees it).
     pub fn new(
         instrs: &'a [Instr],
-        fps: &'a [Footprint],
+        fps: &'a Footprints<'a>,
         hw: &'a HwConfig,
-        dram: Dram,
+        dram: Dram<'a>,
         sram: Memory,
     ) -> Engine<'a> {
         Engine {
@@ -287,8 +289,8 @@ impl<'a> Engine<'a> {
         let o = 1 - q;
         let other = &self.queues[o];
         for &i in &other.instrs[self.clock[q][o].min(other.started)..other.started] {
-            if let Some((kind, range)) = conflict(&self.fps[i.min(j)], &self.fps[i.max(j)]) {
-                let (e, l) = (i.min(j), i.max(j));
+            let (e, l) = (i.min(j), i.max(j));
+            if let Some((kind, range)) = conflict(self.fps.get(e), self.fps.get(l)) {
                 return Err(SimError::Hazard(Box::new(Hazard {
                     kind,
                     earlier: iref(self.instrs, e),

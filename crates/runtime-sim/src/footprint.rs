@@ -2,10 +2,15 @@
 //!
 //! The footprints are the isa crate's (`nnac_isa::hazard::footprint`, the same ones
 //! the static hazard checker uses), so a program the static checker proves race-free
-//! is never reported by the simulator because of a footprint difference. Before that
-//! every instruction is checked here: the isa crate's semantic rules
-//! (`nnac_isa::checks`), the simulator's own geometry validation, and every byte of
-//! the footprint inside SRAM.
+//! is never reported by the simulator because of a footprint difference.
+//!
+//! Every instruction is checked when a program is loaded ([`check`]): the isa
+//! crate's semantic rules (`nnac_isa::checks`), the simulator's own geometry
+//! validation, and every byte it touches inside SRAM (from the hulls of its reads
+//! and writes, computed without the interval sets). The footprints themselves are
+//! computed only when asked for ([`Footprints`]): the race check needs those of the
+//! instructions that run while the other queue has one in flight, a few of a
+//! program's thousands under the eager schedule.
 
 use crate::error::ExecError;
 use crate::exec::dma::{self, Dir};
@@ -13,9 +18,11 @@ use crate::exec::dot_geom::{DotGeom, DotKind};
 use crate::exec::simd_ops::{eltwise_tile, scale_tile};
 pub use nnac_isa::hazard::{Footprint, Intervals};
 use nnac_isa::{HwConfig, Instr};
+use std::sync::OnceLock;
 
-/// Checks `instr` and returns its footprint, or an error naming what is wrong.
-pub fn footprint(instr: &Instr, hw: &HwConfig) -> Result<Footprint, ExecError> {
+/// Checks `instr` (see the module docs), or returns an error naming what is wrong.
+/// An instruction that passes has a well-defined [`Footprint`] inside SRAM.
+pub fn check(instr: &Instr, hw: &HwConfig) -> Result<(), ExecError> {
     nnac_isa::checks::check_instr(instr, hw)?;
     match instr {
         Instr::DmaRead(d) => dma::check(d, Dir::Read),
@@ -27,9 +34,9 @@ pub fn footprint(instr: &Instr, hw: &HwConfig) -> Result<Footprint, ExecError> {
         Instr::Eltwise(e) => eltwise_tile(e).map(|_| ()),
         Instr::Stop(_) => Ok(()),
     }?;
-    let fp = nnac_isa::hazard::footprint(instr, hw);
-    for (what, set) in [("reads", &fp.sram_reads), ("writes", &fp.sram_writes)] {
-        if let Some((lo, hi)) = set.hull() {
+    let hulls = nnac_isa::hazard::footprint::sram_hulls(instr, hw);
+    for (what, hull) in [("reads", hulls.reads), ("writes", hulls.writes)] {
+        if let Some((lo, hi)) = hull {
             if hi > hw.sram_bytes {
                 return Err(ExecError::BeyondSram {
                     access: what,
@@ -40,5 +47,37 @@ pub fn footprint(instr: &Instr, hw: &HwConfig) -> Result<Footprint, ExecError> {
             }
         }
     }
-    Ok(fp)
+    Ok(())
+}
+
+/// Checks `instr` and returns its footprint, or an error naming what is wrong.
+pub fn footprint(instr: &Instr, hw: &HwConfig) -> Result<Footprint, ExecError> {
+    check(instr, hw)?;
+    Ok(nnac_isa::hazard::footprint(instr, hw))
+}
+
+/// The footprints of a program's instructions, each computed the first time it is
+/// asked for and then kept (shared by every session of a simulator).
+pub struct Footprints<'p> {
+    instrs: &'p [Instr],
+    hw: &'p HwConfig,
+    cells: Vec<OnceLock<Footprint>>,
+}
+
+impl<'p> Footprints<'p> {
+    /// Every instruction of `instrs` must have passed [`check`].
+    pub fn new(instrs: &'p [Instr], hw: &'p HwConfig) -> Footprints<'p> {
+        Footprints {
+            instrs,
+            hw,
+            cells: std::iter::repeat_with(OnceLock::new)
+                .take(instrs.len())
+                .collect(),
+        }
+    }
+
+    /// The footprint of instruction `i`.
+    pub fn get(&self, i: usize) -> &Footprint {
+        self.cells[i].get_or_init(|| nnac_isa::hazard::footprint(&self.instrs[i], self.hw))
+    }
 }

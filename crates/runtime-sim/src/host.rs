@@ -70,9 +70,9 @@ fn ir_dtype(d: IoDtype) -> DType {
 }
 
 /// Reads one operand from DRAM.
-fn read_operand(d: &IoDesc, dram: &Dram) -> Result<HostInput, IoError> {
+fn read_operand(d: &IoDesc, dram: &mut Dram) -> Result<HostInput, IoError> {
     let n = numel(d) as usize;
-    let dense = |size: u64| -> Result<Vec<u8>, MemError> {
+    let dense = |dram: &mut Dram, size: u64| -> Result<Vec<u8>, MemError> {
         match dram_extent(d) {
             Some((lo, _)) => Ok(dram.slice(lo, n as u64 * size)?.to_vec()),
             None => Ok(Vec::new()),
@@ -93,7 +93,7 @@ fn read_operand(d: &IoDesc, dram: &Dram) -> Result<HostInput, IoError> {
             }
         }
         IoDtype::Float32 => HostData::F32(
-            dense(4)?
+            dense(dram, 4)?
                 .chunks_exact(4)
                 .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                 .collect(),
@@ -101,7 +101,7 @@ fn read_operand(d: &IoDesc, dram: &Dram) -> Result<HostInput, IoError> {
         // Integer constants are codes with scale 1 and zero point 0, narrowed to i32
         // exactly as the quantized interpreter narrows them.
         IoDtype::Int64 => HostData::Codes {
-            codes: dense(8)?
+            codes: dense(dram, 8)?
                 .chunks_exact(8)
                 .map(|c| {
                     let mut a = [0u8; 8];

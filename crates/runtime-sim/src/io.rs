@@ -93,7 +93,7 @@ pub fn write_input(d: &IoDesc, data: &[u8], dram: &mut Dram) -> Result<(), IoErr
 }
 
 /// Reads an output (logical order) from DRAM.
-pub fn read_output(d: &IoDesc, dram: &Dram) -> Result<Vec<u8>, IoError> {
+pub fn read_output(d: &IoDesc, dram: &mut Dram) -> Result<Vec<u8>, IoError> {
     let mut out = vec![0u8; numel(d) as usize];
     if let Some((lo, hi)) = dram_extent(d) {
         let region = dram.slice(lo, hi - lo)?;

@@ -30,6 +30,13 @@ fn advise_huge_pages(buf: &mut [u8]) {
     let _ = (buf, HUGE);
 }
 
+/// Where `[addr, addr + len)` starts in `bytes`, which hold the addresses from `base`
+/// on; `None` unless every byte of the range is there.
+fn offset_in(base: u64, bytes: &[u8], addr: u64, len: u64) -> Option<usize> {
+    let end = addr.checked_add(len)?;
+    (addr >= base && end <= base + bytes.len() as u64).then(|| (addr - base) as usize)
+}
+
 /// `bytes[i]` holds address `base + i`.
 #[derive(Debug, Clone)]
 pub struct Memory {
@@ -52,17 +59,13 @@ impl Memory {
 
     /// Index of `[addr, addr + len)` in `bytes`, or an error naming the range.
     pub fn index(&self, addr: u64, len: u64) -> Result<usize, MemError> {
-        let end = addr.checked_add(len);
-        match end {
-            Some(end) if addr >= self.base && end <= self.end() => Ok((addr - self.base) as usize),
-            _ => Err(MemError::Outside {
-                memory: self.name,
-                addr,
-                len,
-                base: self.base,
-                end: self.end(),
-            }),
-        }
+        offset_in(self.base, &self.bytes, addr, len).ok_or(MemError::Outside {
+            memory: self.name,
+            addr,
+            len,
+            base: self.base,
+            end: self.end(),
+        })
     }
 
     /// The bytes `[addr, addr + len)`.
@@ -102,14 +105,68 @@ mod tests {
     }
 }
 
+/// One DRAM segment: `bytes[i]` holds address `base + i`, except where the program's
+/// DRAM image is still borrowed.
+#[derive(Debug, Clone)]
+struct Segment<'a> {
+    base: u64,
+    /// The segment's bytes. While `image` is borrowed, the bytes at its place here
+    /// are zeros nothing has touched (fresh pages are neither faulted nor copied)
+    /// and the image's bytes are the segment's.
+    bytes: Vec<u8>,
+    /// The program's DRAM image, borrowed (its offset in `bytes`, its bytes) until an
+    /// access needs it in `bytes`: a write to it, or any access across its edge.
+    /// The weights, most of a program's bytes, are then read where the container put
+    /// them, not copied a second time.
+    image: Option<(usize, &'a [u8])>,
+}
+
+impl<'a> Segment<'a> {
+    fn end(&self) -> u64 {
+        self.base + self.bytes.len() as u64
+    }
+
+    /// Whether `[at, at + len)` shares a byte with the borrowed image.
+    fn meets_image(&self, at: usize, len: usize) -> bool {
+        self.image
+            .is_some_and(|(off, img)| at < off + img.len() && off < at + len)
+    }
+
+    /// Copies the borrowed image into `bytes`, once.
+    fn own_image(&mut self) {
+        if let Some((off, img)) = self.image.take() {
+            self.bytes[off..off + img.len()].copy_from_slice(img);
+        }
+    }
+
+    fn read(&mut self, at: usize, len: usize) -> &[u8] {
+        if let Some((off, img)) = self.image {
+            if at >= off && at + len <= off + img.len() {
+                return &img[at - off..at - off + len];
+            }
+        }
+        if self.meets_image(at, len) {
+            self.own_image();
+        }
+        &self.bytes[at..at + len]
+    }
+
+    fn write(&mut self, at: usize, len: usize) -> &mut [u8] {
+        if self.meets_image(at, len) {
+            self.own_image();
+        }
+        &mut self.bytes[at..at + len]
+    }
+}
+
 /// The program's DRAM: the DRAM image and every I/O tensor, as disjoint segments
 /// (merged where they touch or overlap). An access must lie inside one segment.
 #[derive(Debug, Clone)]
-pub struct Dram {
-    segs: Vec<Memory>,
+pub struct Dram<'a> {
+    segs: Vec<Segment<'a>>,
 }
 
-impl Dram {
+impl<'a> Dram<'a> {
     /// The segments covering `spans`: sorted, merged where they touch or overlap.
     pub fn layout(mut spans: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
         spans.retain(|s| s.0 < s.1);
@@ -124,14 +181,28 @@ impl Dram {
         merged
     }
 
-    /// Zero-filled segments of a [`Dram::layout`].
-    pub fn zeroed(layout: &[(u64, u64)]) -> Dram {
-        Dram {
+    /// The segments of a [`Dram::layout`], zeros except for `image` at `base` (which
+    /// must lie inside one segment; it is borrowed, see [`Segment`]).
+    pub fn with_image(
+        layout: &[(u64, u64)],
+        base: u64,
+        image: &'a [u8],
+    ) -> Result<Dram<'a>, MemError> {
+        let mut dram = Dram {
             segs: layout
                 .iter()
-                .map(|&(lo, hi)| Memory::zeroed("DRAM", lo, (hi - lo) as usize))
+                .map(|&(lo, hi)| Segment {
+                    base: lo,
+                    bytes: vec![0; (hi - lo) as usize],
+                    image: None,
+                })
                 .collect(),
+        };
+        if !image.is_empty() {
+            let (i, at) = dram.locate(base, image.len() as u64)?;
+            dram.segs[i].image = Some((at, image));
         }
+        Ok(dram)
     }
 
     /// Total bytes.
@@ -139,33 +210,67 @@ impl Dram {
         self.segs.iter().map(|s| s.bytes.len() as u64).sum()
     }
 
-    fn find(&self, addr: u64) -> Option<usize> {
+    /// The segment holding `[addr, addr + len)` and where the range starts in it.
+    fn locate(&self, addr: u64, len: u64) -> Result<(usize, usize), MemError> {
         let i = self.segs.partition_point(|s| s.base <= addr);
         i.checked_sub(1)
+            .and_then(|i| {
+                Some((
+                    i,
+                    offset_in(self.segs[i].base, &self.segs[i].bytes, addr, len)?,
+                ))
+            })
+            .ok_or_else(|| MemError::OutsideDram {
+                addr,
+                len,
+                segments: self.segs.iter().map(|s| s.base..s.end()).collect(),
+            })
     }
 
-    fn err(&self, addr: u64, len: u64) -> MemError {
-        MemError::OutsideDram {
-            addr,
-            len,
-            segments: self.segs.iter().map(|s| s.base..s.end()).collect(),
-        }
-    }
-
-    /// The bytes `[addr, addr + len)`, inside one segment.
-    pub fn slice(&self, addr: u64, len: u64) -> Result<&[u8], MemError> {
-        let i = self.find(addr).ok_or_else(|| self.err(addr, len))?;
-        self.segs[i]
-            .slice(addr, len)
-            .map_err(|_| self.err(addr, len))
+    /// The bytes `[addr, addr + len)`, inside one segment. Takes `&mut self`: a read
+    /// across the edge of the borrowed image first copies the image in.
+    pub fn slice(&mut self, addr: u64, len: u64) -> Result<&[u8], MemError> {
+        let (i, at) = self.locate(addr, len)?;
+        Ok(self.segs[i].read(at, len as usize))
     }
 
     /// The bytes `[addr, addr + len)`, inside one segment, writable.
     pub fn slice_mut(&mut self, addr: u64, len: u64) -> Result<&mut [u8], MemError> {
-        let i = self.find(addr).ok_or_else(|| self.err(addr, len))?;
-        if self.segs[i].index(addr, len).is_err() {
-            return Err(self.err(addr, len));
-        }
-        Ok(self.segs[i].slice_mut(addr, len).expect("checked above"))
+        let (i, at) = self.locate(addr, len)?;
+        Ok(self.segs[i].write(at, len as usize))
+    }
+}
+
+#[cfg(test)]
+mod dram_tests {
+    use super::*;
+
+    #[test]
+    fn the_borrowed_image_reads_and_writes_as_if_copied() {
+        // Segment 0x100..0x120: image 0x104..0x10c, zeros around it.
+        let image: Vec<u8> = (1..=8).collect();
+        let layout = Dram::layout(vec![(0x104, 0x10c), (0x100, 0x104), (0x10c, 0x120)]);
+        let mut dram = Dram::with_image(&layout, 0x104, &image).unwrap();
+        assert_eq!(dram.slice(0x104, 8).unwrap(), &image[..]);
+        assert!(
+            dram.segs[0].image.is_some(),
+            "a read inside the image borrows"
+        );
+        dram.slice_mut(0x10c, 4).unwrap().fill(9);
+        assert!(
+            dram.segs[0].image.is_some(),
+            "a write beside the image borrows"
+        );
+        // A read across the image's edge sees both sides.
+        assert_eq!(dram.slice(0x10a, 4).unwrap(), &[7, 8, 9, 9]);
+        assert!(dram.segs[0].image.is_none());
+        let mut dram = Dram::with_image(&layout, 0x104, &image).unwrap();
+        dram.slice_mut(0x105, 2).unwrap().fill(0);
+        assert_eq!(
+            dram.slice(0x100, 12).unwrap(),
+            &[0, 0, 0, 0, 1, 0, 0, 4, 5, 6, 7, 8]
+        );
+        assert!(dram.slice(0x11f, 2).is_err());
+        assert!(dram.slice(0xff, 1).is_err());
     }
 }

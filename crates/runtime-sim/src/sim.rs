@@ -3,7 +3,7 @@
 use crate::engine::{Engine, Schedule};
 use crate::error::SimError;
 use crate::exec::dot::param_ranges;
-use crate::footprint::{footprint, Footprint, Intervals};
+use crate::footprint::{self, Footprints, Intervals};
 use crate::host::{self, Prepared};
 use crate::io::{dram_extent, read_output, write_input};
 use crate::memory::{Dram, Memory};
@@ -41,12 +41,12 @@ pub struct RunResult {
     pub stats: RunStats,
 }
 
-/// A program checked and prepared for running (footprints computed once). A program
-/// with a prologue (docs/ISA.md 2.2) runs it once per [`Session`], then its body
-/// once per frame.
+/// A program checked and prepared for running (footprints computed when first
+/// needed, then kept). A program with a prologue (docs/ISA.md 2.2) runs it once per
+/// [`Session`], then its body once per frame.
 pub struct Simulator<'p> {
     program: &'p Program,
-    footprints: Vec<Footprint>,
+    footprints: Footprints<'p>,
     /// The DRAM segments; each session starts from a fresh copy of the image.
     dram_layout: Vec<(u64, u64)>,
     schedule: Schedule,
@@ -127,39 +127,37 @@ fn dram_layout(
     Ok(layout)
 }
 
-/// A fresh DRAM of `layout` holding the program's image.
-fn dram_of(program: &Program, layout: &[(u64, u64)]) -> Result<Dram, SimError> {
+/// A fresh DRAM of `layout` holding the program's image (borrowed where a segment is
+/// exactly the image, see [`Dram::with_image`]).
+fn dram_of<'p>(program: &'p Program, layout: &[(u64, u64)]) -> Result<Dram<'p>, SimError> {
     let img = &program.dram;
-    let mut dram = Dram::zeroed(layout);
-    if !img.bytes.is_empty() {
-        dram.slice_mut(img.base, img.bytes.len() as u64)
-            .map_err(SimError::Image)?
-            .copy_from_slice(&img.bytes);
-    }
-    Ok(dram)
+    Dram::with_image(layout, img.base, &img.bytes).map_err(SimError::Image)
 }
 
 impl<'p> Simulator<'p> {
-    /// Checks the program against the hardware and computes every instruction's SRAM
-    /// footprint (malformed instructions are reported here, naming the instruction).
+    /// Checks the program against the hardware and checks every instruction
+    /// ([`footprint::check`]: malformed instructions are reported here, naming the
+    /// instruction); their footprints are computed later, when needed.
     pub fn new(program: &'p Program, opts: &RunOptions) -> Result<Simulator<'p>, SimError> {
         check_hw(program, &opts.hw)?;
         check_structure(program)?;
         let hw = &program.meta.hw;
         // In parallel (a large program has thousands of instructions); the first error
         // in program order is reported, as a sequential pass would.
-        let footprints = program
+        program
             .instrs
             .par_iter()
             .enumerate()
-            .map(|(i, ins)| footprint(ins, hw).map_err(|m| SimError::instr(i, ins.mnemonic(), m)))
+            .map(|(i, ins)| {
+                footprint::check(ins, hw).map_err(|m| SimError::instr(i, ins.mnemonic(), m))
+            })
             .collect::<Vec<_>>()
             .into_iter()
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<(), _>>()?;
         let host_ops = host::prepare(program)?;
         Ok(Simulator {
             program,
-            footprints,
+            footprints: Footprints::new(&program.instrs, hw),
             dram_layout: dram_layout(program, host::spans(&host_ops))?,
             schedule: opts.schedule,
             host_ops,
@@ -240,13 +238,18 @@ impl<'p> Simulator<'p> {
     /// same values.
     fn stable_preps(&self) -> Vec<bool> {
         let body = self.program.body_start();
+        let hw = &self.program.meta.hw;
+        let writes: Vec<Intervals> = self.program.instrs[body..]
+            .par_iter()
+            .map(|ins| nnac_isa::hazard::footprint::sram_writes(ins, hw))
+            .collect();
         let writes = Intervals::from_ranges(
-            self.footprints[body..]
+            writes
                 .iter()
-                .flat_map(|f| f.sram_writes.ranges().iter().copied())
+                .flat_map(|w| w.ranges().iter().copied())
                 .collect(),
         );
-        let mac_cols = self.program.meta.hw.mac_cols;
+        let mac_cols = hw.mac_cols;
         let instrs = &self.program.instrs;
         (0..instrs.len())
             .map(|j| match &instrs[j] {
@@ -302,7 +305,7 @@ impl Session<'_, '_> {
                 Ok(())
             })
         })?;
-        let engine = &self.engine;
+        let engine = &mut self.engine;
         let outputs = sim
             .outputs()
             .map(|d| {
@@ -312,7 +315,7 @@ impl Session<'_, '_> {
                     dtype: d.dtype,
                     scale: d.scale,
                     zero_point: d.zero_point,
-                    data: read_output(d, &engine.dram).map_err(SimError::Output)?,
+                    data: read_output(d, &mut engine.dram).map_err(SimError::Output)?,
                 })
             })
             .collect::<Result<Vec<_>, SimError>>()?;

@@ -70,6 +70,17 @@ struct Grid {
 }
 
 impl Grid {
+    /// Smallest range holding every byte of the block (`None` if it has none): the
+    /// hull of the ranges [`Grid::emit`] appends, in O(1).
+    fn hull(&self) -> Option<(u64, u64)> {
+        let g = *self;
+        if g.rows == 0 || g.pixels == 0 || g.len == 0 {
+            return None;
+        }
+        let row_extent = (g.pixels - 1) * g.pix_pitch + g.len;
+        Some((g.base, g.base + (g.rows - 1) * g.row_pitch + row_extent))
+    }
+
     /// Appends the block's byte ranges; rows of contiguous pixels become one range,
     /// and a block with too many ranges is emitted as per-row hulls (or one hull).
     fn emit(&self, out: &mut Vec<(u64, u64)>) {
@@ -107,6 +118,52 @@ impl Grid {
     }
 }
 
+/// Where the byte ranges of one side of an access (the reads or the writes) go: a
+/// list for an interval set ([`footprint`]), only their hull ([`sram_hulls`]), or
+/// nowhere ([`sram_writes`] skips the reads). The geometry below is written once,
+/// generic over the sink, so the three always describe the same bytes.
+trait Sink {
+    /// The bytes `[lo, hi)` (nothing if empty).
+    fn range(&mut self, r: (u64, u64));
+    /// Every byte of a strided block.
+    fn grid(&mut self, g: &Grid);
+}
+
+impl Sink for Vec<(u64, u64)> {
+    fn range(&mut self, r: (u64, u64)) {
+        self.push(r);
+    }
+    fn grid(&mut self, g: &Grid) {
+        g.emit(self);
+    }
+}
+
+/// The smallest range holding every byte given (empty ranges hold none): the hull
+/// of the interval set made of the same ranges.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Hull(Option<(u64, u64)>);
+
+impl Sink for Hull {
+    fn range(&mut self, (lo, hi): (u64, u64)) {
+        if lo < hi {
+            self.0 = Some(self.0.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+        }
+    }
+    fn grid(&mut self, g: &Grid) {
+        if let Some(r) = g.hull() {
+            self.range(r);
+        }
+    }
+}
+
+/// Drops everything.
+struct Skip;
+
+impl Sink for Skip {
+    fn range(&mut self, _: (u64, u64)) {}
+    fn grid(&mut self, _: &Grid) {}
+}
+
 /// An activation tensor: `addr + y*row_pitch + x*pix_pitch + c*chan_pitch`.
 #[derive(Debug, Clone, Copy)]
 struct Act {
@@ -129,7 +186,7 @@ impl Act {
     /// Channels `c0 .. c0+channels` of the pixels of `r`. Channels that are not
     /// adjacent bytes (`chan_pitch != 1`) are one grid each; past [`MAX_RANGES`]
     /// ranges a channel becomes its hull, past that the channels become one hull.
-    fn rect(&self, r: Rect, c0: u64, channels: u64, out: &mut Vec<(u64, u64)>) {
+    fn rect(&self, r: Rect, c0: u64, channels: u64, out: &mut impl Sink) {
         let (rp, pp, cp) = (
             u64::from(self.row_pitch),
             u64::from(self.pix_pitch),
@@ -145,7 +202,7 @@ impl Act {
         };
         if cp == 1 || channels <= 1 {
             let len = if cp == 1 { channels } else { channels.min(1) };
-            return grid(c0, len).emit(out);
+            return out.grid(&grid(c0, len));
         }
         let ranges_per_chan = if pp == 1 {
             r.rows
@@ -153,7 +210,7 @@ impl Act {
             r.rows * (r.x1 - r.x0)
         };
         if channels.saturating_mul(ranges_per_chan) <= MAX_RANGES as u64 {
-            (c0..c0 + channels).for_each(|c| grid(c, 1).emit(out));
+            (c0..c0 + channels).for_each(|c| out.grid(&grid(c, 1)));
             return;
         }
         let hull = |c: u64| {
@@ -164,20 +221,28 @@ impl Act {
             return;
         }
         if channels <= MAX_RANGES as u64 {
-            out.extend((c0..c0 + channels).map(hull));
+            (c0..c0 + channels).for_each(|c| out.range(hull(c)));
         } else {
-            out.push((hull(c0).0, hull(c0 + channels - 1).1.max(hull(c0).1)));
+            out.range((hull(c0).0, hull(c0 + channels - 1).1.max(hull(c0).1)));
         }
     }
 
     /// Channels `c0 .. c0+channels` of the flattened pixel tile `start .. start+count`.
-    fn tile(&self, w: u32, start: u32, count: u32, c0: u32, channels: u32) -> Vec<(u64, u64)> {
-        let mut out = Vec::new();
-        for r in tile_rects(start.into(), count.into(), w.into()) {
-            self.rect(r, c0.into(), channels.into(), &mut out);
+    fn tile(&self, t: &PixelTile, out: &mut impl Sink) {
+        for r in tile_rects(t.start.into(), t.count.into(), t.w.into()) {
+            self.rect(r, t.c0.into(), t.channels.into(), out);
         }
-        out
     }
+}
+
+/// The pixels `start .. start+count` of a `w`-wide tensor (flattened), channels
+/// `c0 .. c0+channels`: the tile of a SCALE, ELTWISE or unpooled dot product.
+struct PixelTile {
+    w: u32,
+    start: u32,
+    count: u32,
+    c0: u32,
+    channels: u32,
 }
 
 fn range(addr: u32, len: u64) -> (u64, u64) {
@@ -188,132 +253,181 @@ fn chan_table(addr: u32, entries: u32, simd: &[SimdInstr]) -> Option<(u64, u64)>
     uses_chan_params(simd).then(|| range(addr, ChanParams::SIZE as u64 * u64::from(entries)))
 }
 
-fn dma(d: &Dma, to_sram: bool) -> Footprint {
-    let grid = |base: u64, stride: u64| {
-        let mut v = Vec::new();
-        Grid {
-            base,
-            rows: d.rows.into(),
-            row_pitch: stride,
-            pixels: 1,
-            pix_pitch: 0,
-            len: d.row_len.into(),
-        }
-        .emit(&mut v);
-        Intervals::from_ranges(v)
-    };
-    let sram = grid(d.sram_addr.into(), d.sram_stride.into());
-    let dram = grid(d.dram_addr, d.dram_stride);
-    if to_sram {
-        Footprint {
-            sram_writes: sram,
-            dram_reads: dram,
-            ..Footprint::default()
-        }
-    } else {
-        Footprint {
-            sram_reads: sram,
-            dram_writes: dram,
-            ..Footprint::default()
-        }
+/// The rows of a DMA move in one memory: `rows` rows of `row_len` bytes, `stride`
+/// apart from `base`.
+fn dma_rows(d: &Dma, base: u64, stride: u64) -> Grid {
+    Grid {
+        base,
+        rows: d.rows.into(),
+        row_pitch: stride,
+        pixels: 1,
+        pix_pitch: 0,
+        len: d.row_len.into(),
     }
 }
 
-fn dot(d: &DotProduct, kind: DotKind, hw: &HwConfig) -> Footprint {
-    let mut reads = Vec::new();
+fn dma_sram(d: &Dma) -> Grid {
+    dma_rows(d, d.sram_addr.into(), d.sram_stride.into())
+}
+
+fn dot(
+    d: &DotProduct,
+    kind: DotKind,
+    hw: &HwConfig,
+    reads: &mut impl Sink,
+    writes: &mut impl Sink,
+) {
     if let Some(inp) = dot_input(d, kind) {
         let t = Act::new(d.in_addr, d.in_row_pitch, d.in_pix_pitch, d.in_chan_pitch);
-        t.rect(inp.rect, inp.c0, inp.channels, &mut reads);
+        t.rect(inp.rect, inp.c0, inp.channels, reads);
     }
     if d.w_pitch == 0 {
-        reads.push(range(d.w_addr, weight_bytes(d, hw.mac_cols)));
+        reads.range(range(d.w_addr, weight_bytes(d, hw.mac_cols)));
     } else {
         // K vectors of the tile's `oc_count` channels, `w_pitch` bytes apart.
-        Grid {
+        reads.grid(&Grid {
             base: d.w_addr.into(),
             rows: d.k_terms(),
             row_pitch: d.w_pitch.into(),
             pixels: 1,
             pix_pitch: 0,
             len: d.oc_count.into(),
-        }
-        .emit(&mut reads);
+        });
     }
     let entries = d.param_entries();
     if d.bias_en {
-        reads.push(range(d.bias_addr, 4 * u64::from(entries)));
+        reads.range(range(d.bias_addr, 4 * u64::from(entries)));
     }
-    reads.extend(chan_table(d.chan_addr, entries, &d.simd));
+    if let Some(r) = chan_table(d.chan_addr, entries, &d.simd) {
+        reads.range(r);
+    }
     let out = Act::new(
         d.out_addr,
         d.out_row_pitch,
         d.out_pix_pitch,
         d.out_chan_pitch,
     );
-    let writes = if d.pool == PoolKind::None {
-        out.tile(d.out_w, d.pix_start, d.pix_count, d.oc_start, d.oc_count)
+    if d.pool == PoolKind::None {
+        let t = PixelTile {
+            w: d.out_w,
+            start: d.pix_start,
+            count: d.pix_count,
+            c0: d.oc_start,
+            channels: d.oc_count,
+        };
+        out.tile(&t, writes);
     } else {
-        let mut v = Vec::new();
         for r in pooled_runs(d) {
-            out.rect(r, d.oc_start.into(), d.oc_count.into(), &mut v);
+            out.rect(r, d.oc_start.into(), d.oc_count.into(), writes);
         }
-        v
-    };
-    sram(reads, writes)
-}
-
-fn sram(reads: Vec<(u64, u64)>, writes: Vec<(u64, u64)>) -> Footprint {
-    Footprint {
-        sram_reads: Intervals::from_ranges(reads),
-        sram_writes: Intervals::from_ranges(writes),
-        ..Footprint::default()
     }
 }
 
-fn scale(s: &Scale) -> Footprint {
-    let t = |addr, rp, pp, cp| {
-        Act::new(addr, rp, pp, cp).tile(s.w, s.pix_start, s.pix_count, s.c_start, s.c_count)
+fn scale(s: &Scale, reads: &mut impl Sink, writes: &mut impl Sink) {
+    let t = PixelTile {
+        w: s.w,
+        start: s.pix_start,
+        count: s.pix_count,
+        c0: s.c_start,
+        channels: s.c_count,
     };
-    let mut reads = t(s.in_addr, s.in_row_pitch, s.in_pix_pitch, s.in_chan_pitch);
-    reads.extend(chan_table(s.chan_addr, s.c_count, &s.simd));
-    let writes = t(
+    Act::new(s.in_addr, s.in_row_pitch, s.in_pix_pitch, s.in_chan_pitch).tile(&t, reads);
+    if let Some(r) = chan_table(s.chan_addr, s.c_count, &s.simd) {
+        reads.range(r);
+    }
+    let out = Act::new(
         s.out_addr,
         s.out_row_pitch,
         s.out_pix_pitch,
         s.out_chan_pitch,
     );
-    sram(reads, writes)
+    out.tile(&t, writes);
 }
 
-fn eltwise(e: &Eltwise) -> Footprint {
-    let t = |addr, rp, pp, cp| {
-        Act::new(addr, rp, pp, cp).tile(e.w, e.pix_start, e.pix_count, e.c_start, e.c_count)
+fn eltwise(e: &Eltwise, reads: &mut impl Sink, writes: &mut impl Sink) {
+    let t = PixelTile {
+        w: e.w,
+        start: e.pix_start,
+        count: e.pix_count,
+        c0: e.c_start,
+        channels: e.c_count,
     };
-    let mut reads = t(e.a_addr, e.a_row_pitch, e.a_pix_pitch, e.a_chan_pitch);
-    reads.extend(t(e.b_addr, e.b_row_pitch, e.b_pix_pitch, e.b_chan_pitch));
-    reads.extend(chan_table(e.chan_addr, e.c_count, &e.simd));
-    let writes = t(
+    Act::new(e.a_addr, e.a_row_pitch, e.a_pix_pitch, e.a_chan_pitch).tile(&t, reads);
+    Act::new(e.b_addr, e.b_row_pitch, e.b_pix_pitch, e.b_chan_pitch).tile(&t, reads);
+    if let Some(r) = chan_table(e.chan_addr, e.c_count, &e.simd) {
+        reads.range(r);
+    }
+    let out = Act::new(
         e.out_addr,
         e.out_row_pitch,
         e.out_pix_pitch,
         e.out_chan_pitch,
     );
-    sram(reads, writes)
+    out.tile(&t, writes);
+}
+
+/// The SRAM ranges `ins` reads and writes, into `reads` and `writes`.
+fn sram_accesses(ins: &Instr, hw: &HwConfig, reads: &mut impl Sink, writes: &mut impl Sink) {
+    match ins {
+        Instr::DmaRead(d) => writes.grid(&dma_sram(d)),
+        Instr::DmaWrite(d) => reads.grid(&dma_sram(d)),
+        Instr::Conv(d) => dot(d, DotKind::Conv, hw, reads, writes),
+        Instr::Deconv(d) => dot(d, DotKind::Deconv, hw, reads, writes),
+        Instr::InnerProduct(d) => dot(d, DotKind::InnerProduct, hw, reads, writes),
+        Instr::Scale(s) => scale(s, reads, writes),
+        Instr::Eltwise(e) => eltwise(e, reads, writes),
+        Instr::Stop(_) => {}
+    }
 }
 
 /// The footprint of `ins`. Compute instructions must pass their
 /// [`crate::checks`] rules first (the geometry below relies on them).
 pub fn footprint(ins: &Instr, hw: &HwConfig) -> Footprint {
-    match ins {
-        Instr::DmaRead(d) => dma(d, true),
-        Instr::DmaWrite(d) => dma(d, false),
-        Instr::Conv(d) => dot(d, DotKind::Conv, hw),
-        Instr::Deconv(d) => dot(d, DotKind::Deconv, hw),
-        Instr::InnerProduct(d) => dot(d, DotKind::InnerProduct, hw),
-        Instr::Scale(s) => scale(s),
-        Instr::Eltwise(e) => eltwise(e),
-        Instr::Stop(_) => Footprint::default(),
+    let (mut reads, mut writes) = (Vec::new(), Vec::new());
+    sram_accesses(ins, hw, &mut reads, &mut writes);
+    let dram = |d: &Dma| {
+        let mut v = Vec::new();
+        dma_rows(d, d.dram_addr, d.dram_stride).emit(&mut v);
+        Intervals::from_ranges(v)
+    };
+    let (dram_reads, dram_writes) = match ins {
+        Instr::DmaRead(d) => (dram(d), Intervals::default()),
+        Instr::DmaWrite(d) => (Intervals::default(), dram(d)),
+        _ => Default::default(),
+    };
+    Footprint {
+        sram_reads: Intervals::from_ranges(reads),
+        sram_writes: Intervals::from_ranges(writes),
+        dram_reads,
+        dram_writes,
     }
+}
+
+/// The hulls of the SRAM bytes an instruction reads and writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SramHulls {
+    pub reads: Option<(u64, u64)>,
+    pub writes: Option<(u64, u64)>,
+}
+
+/// `footprint(ins, hw).sram_reads.hull()` and `.sram_writes.hull()`, without
+/// building the interval sets: O(1) per strided block instead of a range per row.
+/// The same preconditions as [`footprint`].
+pub fn sram_hulls(ins: &Instr, hw: &HwConfig) -> SramHulls {
+    let (mut reads, mut writes) = (Hull::default(), Hull::default());
+    sram_accesses(ins, hw, &mut reads, &mut writes);
+    SramHulls {
+        reads: reads.0,
+        writes: writes.0,
+    }
+}
+
+/// `footprint(ins, hw).sram_writes` alone (the reads are not computed). The same
+/// preconditions as [`footprint`].
+pub fn sram_writes(ins: &Instr, hw: &HwConfig) -> Intervals {
+    let mut writes = Vec::new();
+    sram_accesses(ins, hw, &mut Skip, &mut writes);
+    Intervals::from_ranges(writes)
 }
 
 /// The semantic rules of docs/ISA.md section 5 (without the flag-count rule, which
@@ -326,5 +440,53 @@ pub fn check_geometry(ins: &Instr) -> Result<(), crate::error::CheckError> {
         Instr::Scale(s) => s.check(),
         Instr::Eltwise(e) => e.check(),
         Instr::DmaRead(_) | Instr::DmaWrite(_) | Instr::Stop(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SplitMix64, enough for shapes.
+    fn next(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    #[test]
+    fn hull_sink_is_the_hull_of_the_interval_set() {
+        // Tensors of every shape class `Act::rect` distinguishes: adjacent channels,
+        // one grid per channel (rows that follow each other, gaps, single pixels),
+        // a hull per channel and one hull for all channels (past MAX_RANGES).
+        let mut s = 7;
+        for _ in 0..3000 {
+            let mut pick = |n: u64| next(&mut s) % n;
+            let act = Act::new(
+                pick(1 << 16) as u32,
+                [0, 1, 8, 96, 4096][pick(5) as usize] + pick(3) as u32,
+                [0, 1, 3, 96][pick(4) as usize],
+                [0, 1, 2, 64, 9216][pick(5) as usize],
+            );
+            let x0 = pick(40);
+            let r = Rect {
+                y0: pick(20),
+                rows: pick(120),
+                x0,
+                x1: x0 + pick(60),
+            };
+            let (c0, channels) = (pick(10), [0, 1, 2, 3, 96, 700, 20_000][pick(7) as usize]);
+            let mut list = Vec::new();
+            act.rect(r, c0, channels, &mut list);
+            let mut hull = Hull::default();
+            act.rect(r, c0, channels, &mut hull);
+            assert_eq!(
+                Intervals::from_ranges(list).hull(),
+                hull.0,
+                "{act:?} {r:?} c0 {c0} channels {channels}"
+            );
+        }
     }
 }
