@@ -15,14 +15,22 @@ use nnac_ir::{DType, Tensor, TensorData, TensorType};
 use nnac_isa::arith::code_value;
 use nnac_isa::{IoDesc, IoDtype, Program};
 use nnac_runtime_sim::{Output, RunStats, Session, SimError, Simulator};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Reads and decodes a `.nnab` program; errors name the file. The file's buffer
 /// becomes the program's DRAM image (`Program::read_owned`): the weights are read
 /// from the file once and not copied again.
 pub fn read_program(path: &Path) -> Result<Program, Error> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| Error::user(format!("cannot read {}: {e}", path.display())))?;
+    // `std::fs::read` into a buffer on huge pages (`nnac_runtime_sim::pages`).
+    let read = || -> std::io::Result<Vec<u8>> {
+        let mut file = std::fs::File::open(path)?;
+        let len = usize::try_from(file.metadata()?.len()).unwrap_or(0);
+        let mut bytes = nnac_runtime_sim::pages::with_capacity(len);
+        file.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    };
+    let bytes = read().map_err(|e| Error::user(format!("cannot read {}: {e}", path.display())))?;
     Program::read_owned(bytes).map_err(|e| Error::user(format!("{}: {e}", path.display())))
 }
 

@@ -66,8 +66,16 @@ pub fn check_reserved<'a>(
     let used = &mut used[..buf.len().min(256)];
     let nbits = used.len() as u32 * 8;
     for f in specs.clone() {
-        for b in f.offset..(f.offset + f.width).min(nbits) {
-            used[(b / 8) as usize] |= 1 << (b % 8);
+        let (mut b, end) = (f.offset, (f.offset + f.width).min(nbits));
+        while b < end {
+            // Whole bytes at once, the partial bytes at the ends bit by bit.
+            if b.is_multiple_of(8) && b + 8 <= end {
+                used[(b / 8) as usize] = 0xff;
+                b += 8;
+            } else {
+                used[(b / 8) as usize] |= 1 << (b % 8);
+                b += 1;
+            }
         }
     }
     let clean = buf.len() <= 256 && buf.iter().zip(used.iter()).all(|(&v, &m)| v & !m == 0);

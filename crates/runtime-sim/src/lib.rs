@@ -25,6 +25,7 @@ mod footprint;
 mod host;
 mod io;
 mod memory;
+pub mod pages;
 pub mod rng;
 mod sim;
 mod stats;

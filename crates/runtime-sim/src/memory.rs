@@ -2,34 +2,6 @@
 
 use crate::error::MemError;
 
-/// Asks the kernel to back the whole 2 MiB pages inside `buf` with transparent huge
-/// pages (Linux, where THP is on for regions that ask, the default): the SRAM and
-/// the DRAM image are tens of megabytes a program touches once per load, and one
-/// fault per 2 MiB instead of per 4 KiB takes most of that load's page-fault time.
-/// Advice only: the contents are unchanged, and a kernel that declines changes
-/// nothing.
-fn advise_huge_pages(buf: &mut [u8]) {
-    const HUGE: usize = 2 << 20;
-    #[cfg(target_os = "linux")]
-    {
-        let start = buf.as_mut_ptr() as usize;
-        let (lo, hi) = (
-            start.next_multiple_of(HUGE),
-            (start + buf.len()) / HUGE * HUGE,
-        );
-        if hi > lo {
-            // SAFETY: [lo, hi) lies inside `buf`, memory this process owns; MADV_HUGEPAGE
-            // changes how the kernel backs the pages, never their contents, and its
-            // failure (EINVAL without THP) is harmless, so the result is ignored.
-            unsafe {
-                libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE);
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (buf, HUGE);
-}
-
 /// Where `[addr, addr + len)` starts in `bytes`, which hold the addresses from `base`
 /// on; `None` unless every byte of the range is there.
 fn offset_in(base: u64, bytes: &[u8], addr: u64, len: u64) -> Option<usize> {
@@ -46,10 +18,14 @@ pub struct Memory {
 }
 
 impl Memory {
+    /// `len` zero bytes from `base` (on huge pages where they are large, see
+    /// [`crate::pages`]).
     pub fn zeroed(name: &'static str, base: u64, len: usize) -> Memory {
-        let mut bytes = vec![0; len];
-        advise_huge_pages(&mut bytes);
-        Memory { name, base, bytes }
+        Memory {
+            name,
+            base,
+            bytes: crate::pages::zeroed(len),
+        }
     }
 
     /// End address (exclusive).
