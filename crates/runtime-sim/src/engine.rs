@@ -17,6 +17,7 @@
 
 use crate::error::{state_text, ExecError, Hazard, HazardKind, InstrRef, SimError};
 use crate::exec::dot::DotPrep;
+use crate::exec::patch_cache::PatchCache;
 use crate::exec::{self, ExecStats, Prep};
 use crate::footprint::{Footprint, Footprints};
 use crate::memory::{Dram, Memory};
@@ -97,6 +98,9 @@ pub struct Engine<'a> {
     /// others are prepared afresh each time. Whoever sets `keep` guarantees that a
     /// marked instruction's parameter bytes never change.
     pub preps: Vec<Option<DotPrep>>,
+    /// The last dot product's gathered input patches (`exec::patch_cache`), dropped
+    /// when an instruction writes the SRAM they were gathered from, and at every run.
+    patches: PatchCache,
     pub keep: Vec<bool>,
 }
 
@@ -139,6 +143,7 @@ impl<'a> Engine<'a> {
             sram,
             stats: RunStats::default(),
             preps: std::iter::repeat_with(|| None).take(instrs.len()).collect(),
+            patches: PatchCache::default(),
             keep: Vec::new(),
         }
     }
@@ -204,6 +209,7 @@ impl<'a> Engine<'a> {
         segs: std::ops::Range<usize>,
         host: &mut dyn FnMut(usize, &mut Dram, &mut RunStats) -> Result<(), SimError>,
     ) -> Result<(), SimError> {
+        self.patches.clear();
         let mut rng = SplitMix64::new(match schedule {
             Schedule::Random { seed } => seed,
             _ => 0,
@@ -315,14 +321,19 @@ impl<'a> Engine<'a> {
             Some(true) => Prep::Keep(&mut self.preps[j]),
             _ => Prep::Fresh,
         };
+        let instr = &self.instrs[j];
+        let patches = Some(&mut self.patches);
         let st = exec::execute(
-            &self.instrs[j],
+            instr,
             self.hw,
             &mut self.dram,
             &mut self.sram,
             prep,
+            patches,
         )
         .map_err(|error| SimError::Instr { at, error })?;
+        self.patches
+            .note_write(nnac_isa::hazard::footprint::sram_write_hull(instr, self.hw));
         self.record(j, &st);
         self.apply_flags(j)?;
         self.queues[q].completed += 1;

@@ -22,6 +22,7 @@ use super::depthwise;
 use super::dot_geom::{DotGeom, DotKind};
 use super::gather::gather_bytes;
 use super::gemm::{dot_exact, fits_i32, gemm, padded_len, PairWeights};
+use super::patch_cache::{BlockPatch, GatherKey, PatchCache, PatchForm};
 use super::postproc::{ChannelTable, Post};
 use super::quad::{self, QuadWeights};
 use super::weights::pair_weights;
@@ -171,13 +172,23 @@ enum Sums<'s> {
     Wide(&'s [i64]),
 }
 
-/// The exact dot products of one block (`pixels`, every tile channel).
+/// A block's patch in the [`PatchCache`]: gathered already (`hit`), or to be
+/// gathered into the slot.
+struct CachedPatch<'c> {
+    slot: &'c mut BlockPatch,
+    hit: bool,
+}
+
+/// The exact dot products of one block (`pixels`, every tile channel). With `cached`
+/// (a tile of one group, see [`patch_key`]) the block's patch is the slot's, or is
+/// gathered into it.
 fn block_dots<'s>(
     p: &'s DotPrep,
     d: &DotProduct,
     sram: &Memory,
     pixels: std::ops::Range<u64>,
     s: &'s mut Scratch,
+    mut cached: Option<CachedPatch<'_>>,
 ) -> Result<Sums<'s>, ExecError> {
     let g = &p.geom;
     let n = (pixels.end - pixels.start) as usize;
@@ -200,8 +211,18 @@ fn block_dots<'s>(
                 let cs = group_channels(g, group);
                 let pad = quad::patch_byte(d.in_zero as u8, signed);
                 let xor = quad::patch_byte(0, signed);
-                let patch = sized(&mut s.bytes, n * wt.kpad);
-                gather_bytes(g, sram, pixels.clone(), group, wt.kpad, pad, xor, patch)?;
+                let patch: &[u8] = match cached.as_mut() {
+                    Some(c) if c.hit => &c.slot.bytes[..n * wt.kpad],
+                    c => {
+                        let bytes = match c {
+                            Some(c) => &mut c.slot.bytes,
+                            None => &mut s.bytes,
+                        };
+                        let patch = sized(bytes, n * wt.kpad);
+                        gather_bytes(g, sram, pixels.clone(), group, wt.kpad, pad, xor, patch)?;
+                        patch
+                    }
+                };
                 quad::gemm(
                     patch,
                     n,
@@ -224,11 +245,21 @@ fn block_dots<'s>(
                 let cs = group_channels(g, group);
                 // The codes through the byte gather (transposed groups of eight
                 // pixels), then widened to their values in one contiguous pass.
-                let bytes = sized(&mut s.bytes, n * wt.kpad);
-                let pad = d.in_zero as u8;
-                gather_bytes(g, sram, pixels.clone(), group, wt.kpad, pad, 0, bytes)?;
-                let patch = sized(&mut s.words, n * wt.kpad);
-                widen(patch, bytes, signed);
+                let patch: &[i16] = match cached.as_mut() {
+                    Some(c) if c.hit => &c.slot.words[..n * wt.kpad],
+                    c => {
+                        let bytes = sized(&mut s.bytes, n * wt.kpad);
+                        let pad = d.in_zero as u8;
+                        gather_bytes(g, sram, pixels.clone(), group, wt.kpad, pad, 0, bytes)?;
+                        let words = match c {
+                            Some(c) => &mut c.slot.words,
+                            None => &mut s.words,
+                        };
+                        let patch = sized(words, n * wt.kpad);
+                        widen(patch, bytes, signed);
+                        patch
+                    }
+                };
                 if exact {
                     for q in 0..n {
                         let a = &patch[q * wt.kpad..(q + 1) * wt.kpad];
@@ -253,6 +284,37 @@ fn block_dots<'s>(
                 false => Sums::Narrow { dots, unbias: None },
             })
         }
+    }
+}
+
+/// The key of the tile's patch gather if it goes through the [`PatchCache`]: tiles of
+/// one convolution group on the gathering kernels (depthwise convolutions read their
+/// input directly).
+fn patch_key(p: &DotPrep, d: &DotProduct) -> Option<GatherKey> {
+    let g = &p.geom;
+    let group = g.group_of(g.oc_start);
+    if group != g.group_of(g.oc_start + g.oc_count - 1) {
+        return None;
+    }
+    let signed = d.in_signed;
+    match &p.weights {
+        TileWeights::Pair(_) | TileWeights::Exact(_) if depthwise::is_depthwise(g) => None,
+        TileWeights::Quad(wt) => Some(GatherKey::of(
+            g,
+            group,
+            wt.kpad,
+            quad::patch_byte(d.in_zero as u8, signed),
+            quad::patch_byte(0, signed),
+            PatchForm::Bytes,
+        )),
+        TileWeights::Pair(wt) | TileWeights::Exact(wt) => Some(GatherKey::of(
+            g,
+            group,
+            wt.kpad,
+            d.in_zero as u8,
+            0,
+            PatchForm::Words { signed },
+        )),
     }
 }
 
@@ -286,18 +348,23 @@ pub fn execute(
     kind: DotKind,
     hw: &HwConfig,
     sram: &mut Memory,
+    patches: Option<&mut PatchCache>,
 ) -> Result<ExecStats, ExecError> {
     let prep = DotPrep::new(d, kind, hw, sram)?;
-    execute_prepared(&prep, d, hw, sram)
+    execute_prepared(&prep, d, hw, sram, patches)
 }
 
 /// Runs one dot-product instruction whose [`DotPrep`] is at hand (made from this
-/// instruction and the SRAM's current parameter bytes).
+/// instruction and the SRAM's current parameter bytes). With `patches`, its input
+/// patches are taken from there if the previous gather through it read the same
+/// pixels (and nothing has written them since, which the caller reports), and are
+/// left there for the next instruction.
 pub fn execute_prepared(
     prep: &DotPrep,
     d: &DotProduct,
     hw: &HwConfig,
     sram: &mut Memory,
+    patches: Option<&mut PatchCache>,
 ) -> Result<ExecStats, ExecError> {
     let g = &prep.geom;
     let table = &prep.table;
@@ -305,71 +372,87 @@ pub fn execute_prepared(
     let oc_count = g.oc_count as usize;
     let sram_ro: &Memory = sram;
     // Each block writes its pixels' SIMD outputs into its own part of `prepool`.
-    let run_block =
-        |(pixels, out): (std::ops::Range<u64>, &mut [u8])| -> Result<ExecStats, ExecError> {
-            SCRATCH.with(|s| {
-                let s = &mut *s.borrow_mut();
-                let mut wrapped = std::mem::take(&mut s.wrapped);
-                wrapped.resize(oc_count, 0);
-                let sums = block_dots(prep, d, sram_ro, pixels.clone(), s)?;
-                let mut st = ExecStats::default();
-                for (p, orow) in out.chunks_exact_mut(oc_count).enumerate() {
-                    let row = p * oc_count..(p + 1) * oc_count;
-                    // With `params_by_pixel` every channel of the row takes the pixel's entry.
-                    let (pixel_table, pixel_post);
-                    let (table, post) = if d.params_by_pixel {
-                        let i = (pixels.start - g.pix.start) as usize + p;
-                        pixel_table = table.splat(i, oc_count);
-                        pixel_post = Post::new(&d.simd, d.out_signed, &pixel_table.chan);
-                        (&pixel_table, &pixel_post)
-                    } else {
-                        (table, &post)
-                    };
-                    let wrapped_any = match &sums {
-                        Sums::Narrow { dots, unbias } => {
-                            let u = unbias.map(|u| &u[..oc_count]);
-                            super::wrap_dots_row(
-                                &dots[row.clone()],
-                                u,
-                                &table.bias32,
-                                hw.acc_bits,
-                                &mut wrapped,
-                            )
-                        }
-                        Sums::Wide(acc) => super::wrap_row(
-                            &acc[row.clone()],
-                            &table.bias,
+    let run_block = |(pixels, out, cached): (
+        std::ops::Range<u64>,
+        &mut [u8],
+        Option<CachedPatch<'_>>,
+    )|
+     -> Result<ExecStats, ExecError> {
+        SCRATCH.with(|s| {
+            let s = &mut *s.borrow_mut();
+            let mut wrapped = std::mem::take(&mut s.wrapped);
+            wrapped.resize(oc_count, 0);
+            let sums = block_dots(prep, d, sram_ro, pixels.clone(), s, cached)?;
+            let mut st = ExecStats::default();
+            for (p, orow) in out.chunks_exact_mut(oc_count).enumerate() {
+                let row = p * oc_count..(p + 1) * oc_count;
+                // With `params_by_pixel` every channel of the row takes the pixel's entry.
+                let (pixel_table, pixel_post);
+                let (table, post) = if d.params_by_pixel {
+                    let i = (pixels.start - g.pix.start) as usize + p;
+                    pixel_table = table.splat(i, oc_count);
+                    pixel_post = Post::new(&d.simd, d.out_signed, &pixel_table.chan);
+                    (&pixel_table, &pixel_post)
+                } else {
+                    (table, &post)
+                };
+                let wrapped_any = match &sums {
+                    Sums::Narrow { dots, unbias } => {
+                        let u = unbias.map(|u| &u[..oc_count]);
+                        super::wrap_dots_row(
+                            &dots[row.clone()],
+                            u,
+                            &table.bias32,
                             hw.acc_bits,
                             &mut wrapped,
-                        ),
-                    };
-                    if wrapped_any {
-                        for c in 0..oc_count {
-                            let exact = match &sums {
-                                Sums::Narrow { dots, unbias } => {
-                                    let back = unbias.map_or(0, |u| u[c]);
-                                    i64::from(dots[row.start + c].wrapping_sub(back))
-                                }
-                                Sums::Wide(acc) => acc[row.start + c],
-                            };
-                            if super::wrap(exact + table.bias[c], hw.acc_bits).1 {
-                                st.note_overflow(pixels.start + p as u64, g.oc_start + c as u64);
+                        )
+                    }
+                    Sums::Wide(acc) => {
+                        super::wrap_row(&acc[row.clone()], &table.bias, hw.acc_bits, &mut wrapped)
+                    }
+                };
+                if wrapped_any {
+                    for c in 0..oc_count {
+                        let exact = match &sums {
+                            Sums::Narrow { dots, unbias } => {
+                                let back = unbias.map_or(0, |u| u[c]);
+                                i64::from(dots[row.start + c].wrapping_sub(back))
                             }
+                            Sums::Wide(acc) => acc[row.start + c],
+                        };
+                        if super::wrap(exact + table.bias[c], hw.acc_bits).1 {
+                            st.note_overflow(pixels.start + p as u64, g.oc_start + c as u64);
                         }
                     }
-                    post.apply_row(&wrapped, 0, orow);
                 }
-                s.wrapped = wrapped;
-                Ok(st)
-            })
-        };
+                post.apply_row(&wrapped, 0, orow);
+            }
+            s.wrapped = wrapped;
+            Ok(st)
+        })
+    };
     let macs = g.pix.count * g.oc_count * g.k_terms();
     let mut prepool = vec![0u8; (g.pix.count as usize) * oc_count];
+    let blocks = pixel_blocks(g.pix.start, g.pix.count, u64::from(hw.mac_rows));
+    // The cache's slots, one per block, if the tile's patches go through it; a hit
+    // needs every slot to hold its block's pixels.
+    let (mut patches, key) = (patches, patch_key(prep, d));
+    let (mut slots, mut hit) = (Vec::new(), false);
+    if let (Some(cache), Some(key)) = (patches.as_deref_mut(), &key) {
+        let (s, h) = cache.slots(key, blocks.len());
+        hit = h && s.iter().zip(&blocks).all(|(slot, r)| slot.pixels == *r);
+        slots = s.iter_mut().map(Some).collect();
+    }
+    slots.resize_with(blocks.len(), || None);
     let mut parts = Vec::new();
     let mut rest = &mut prepool[..];
-    for r in pixel_blocks(g.pix.start, g.pix.count, u64::from(hw.mac_rows)) {
+    for (r, slot) in blocks.into_iter().zip(slots) {
         let (part, tail) = rest.split_at_mut((r.end - r.start) as usize * oc_count);
-        parts.push((r, part));
+        let cached = slot.map(|slot| {
+            slot.pixels = r.clone();
+            CachedPatch { slot, hit }
+        });
+        parts.push((r, part, cached));
         rest = tail;
     }
     // A small instruction runs its blocks on this thread: waking the pool would cost
@@ -391,6 +474,9 @@ pub fn execute_prepared(
     };
     for st in &parts {
         stats.merge(st);
+    }
+    if let (Some(cache), Some(key), false) = (patches, key, hit) {
+        cache.keep(key);
     }
     store(g, &prepool, sram)?;
     Ok(stats)

@@ -6,6 +6,7 @@ pub mod dot;
 pub mod dot_geom;
 pub mod gather;
 pub mod gemm;
+pub mod patch_cache;
 pub mod pool;
 pub mod postproc;
 pub mod quad;
@@ -17,6 +18,7 @@ use crate::error::ExecError;
 use crate::memory::{Dram, Memory};
 use dot_geom::DotKind;
 use nnac_isa::{HwConfig, Instr};
+use patch_cache::PatchCache;
 
 /// What one instruction did, for the run statistics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -177,26 +179,30 @@ fn dot_instr(
     hw: &HwConfig,
     sram: &mut Memory,
     prep: Prep<'_>,
+    patches: Option<&mut PatchCache>,
 ) -> Result<ExecStats, ExecError> {
     match prep {
-        Prep::Fresh => dot::execute(d, kind, hw, sram),
+        Prep::Fresh => dot::execute(d, kind, hw, sram, patches),
         Prep::Keep(slot) => {
             if slot.is_none() {
                 *slot = Some(dot::DotPrep::new(d, kind, hw, sram)?);
             }
             let p = slot.as_ref().expect("filled just above");
-            dot::execute_prepared(p, d, hw, sram)
+            dot::execute_prepared(p, d, hw, sram, patches)
         }
     }
 }
 
-/// Executes `instr` (not STOP) completely.
+/// Executes `instr` (not STOP) completely. `patches`: where dot products keep their
+/// gathered input patches for the next instruction (see [`patch_cache`]; the caller
+/// reports every instruction's SRAM writes to it).
 pub fn execute(
     instr: &Instr,
     hw: &HwConfig,
     dram: &mut Dram,
     sram: &mut Memory,
     prep: Prep<'_>,
+    patches: Option<&mut PatchCache>,
 ) -> Result<ExecStats, ExecError> {
     match instr {
         Instr::DmaRead(d) => Ok(ExecStats {
@@ -207,9 +213,9 @@ pub fn execute(
             dma_bytes: dma::execute(d, dma::Dir::Write, dram, sram)?,
             ..ExecStats::default()
         }),
-        Instr::Conv(d) => dot_instr(d, DotKind::Conv, hw, sram, prep),
-        Instr::Deconv(d) => dot_instr(d, DotKind::Deconv, hw, sram, prep),
-        Instr::InnerProduct(d) => dot_instr(d, DotKind::InnerProduct, hw, sram, prep),
+        Instr::Conv(d) => dot_instr(d, DotKind::Conv, hw, sram, prep, patches),
+        Instr::Deconv(d) => dot_instr(d, DotKind::Deconv, hw, sram, prep, patches),
+        Instr::InnerProduct(d) => dot_instr(d, DotKind::InnerProduct, hw, sram, prep, patches),
         Instr::Scale(s) => simd_ops::execute_scale(s, hw, sram),
         Instr::Eltwise(e) => simd_ops::execute_eltwise(e, hw, sram),
         Instr::Stop(_) => Ok(ExecStats::default()),

@@ -66,21 +66,43 @@ pub fn run_one(
     let mut compute = compute;
     *compute.flags_mut() = FlagOps::new().wait(0).clear(0).set(1);
     let n = image.len() as u32;
-    let prog = Program {
-        instrs: vec![
-            Instr::DmaRead(dma(1, n, 0, 0, 0, 0, FlagOps::new().set(0))),
-            compute,
-            Instr::DmaWrite(dma(
-                1,
-                out_len,
-                u64::from(n),
-                0,
-                out_addr,
-                0,
-                FlagOps::new().wait(1).clear(1),
-            )),
-            Instr::Stop(Stop::default()),
-        ],
+    let instrs = vec![
+        Instr::DmaRead(dma(1, n, 0, 0, 0, 0, FlagOps::new().set(0))),
+        compute,
+        Instr::DmaWrite(dma(
+            1,
+            out_len,
+            u64::from(n),
+            0,
+            out_addr,
+            0,
+            FlagOps::new().wait(1).clear(1),
+        )),
+        Instr::Stop(Stop::default()),
+    ];
+    let prog = one_output_program(hw, instrs, image, u64::from(n), out_len);
+    let r = run(
+        &prog,
+        &[],
+        &RunOptions {
+            schedule: Schedule::Eager,
+            hw: None,
+        },
+    )?;
+    Ok((r.outputs[0].data.clone(), r))
+}
+
+/// A program of `instrs` on `hw` whose DRAM image is `image` (base 0) and whose one
+/// output, "out", is `out_len` int8 codes at DRAM `out_dram`.
+pub fn one_output_program(
+    hw: &HwConfig,
+    instrs: Vec<Instr>,
+    image: &[u8],
+    out_dram: u64,
+    out_len: u32,
+) -> Program {
+    Program {
+        instrs,
         dram: DramImage {
             base: 0,
             bytes: image.to_vec(),
@@ -90,7 +112,7 @@ pub fn run_one(
             dir: IoDir::Output,
             dtype: IoDtype::Int8,
             shape: vec![out_len],
-            dram_addr: u64::from(n),
+            dram_addr: out_dram,
             layout: IoLayout::Dense,
             scale: 1.0,
             zero_point: 0,
@@ -102,16 +124,7 @@ pub fn run_one(
             hw: hw.clone(),
             ..Metadata::default()
         },
-    };
-    let r = run(
-        &prog,
-        &[],
-        &RunOptions {
-            schedule: Schedule::Eager,
-            hw: None,
-        },
-    )?;
-    Ok((r.outputs[0].data.clone(), r))
+    }
 }
 
 /// Writes `bytes` at `addr` of a growable SRAM image.
