@@ -18,7 +18,8 @@
 use crate::error::{state_text, ExecError, Hazard, HazardKind, InstrRef, SimError};
 use crate::exec::dot::DotPrep;
 use crate::exec::patch_cache::PatchCache;
-use crate::exec::{self, ExecStats, Prep};
+use crate::exec::weight_cache::WeightCache;
+use crate::exec::{self, Caches, ExecStats, Prep};
 use crate::footprint::{Footprint, Footprints};
 use crate::memory::{Dram, Memory};
 use crate::rng::SplitMix64;
@@ -101,6 +102,9 @@ pub struct Engine<'a> {
     /// The last dot product's gathered input patches (`exec::patch_cache`), dropped
     /// when an instruction writes the SRAM they were gathered from, and at every run.
     patches: PatchCache,
+    /// Converted tile weights shared by the instructions reading the same weights
+    /// (`exec::weight_cache`), dropped when an instruction writes their bytes.
+    weights: WeightCache,
     pub keep: Vec<bool>,
 }
 
@@ -144,6 +148,7 @@ impl<'a> Engine<'a> {
             stats: RunStats::default(),
             preps: std::iter::repeat_with(|| None).take(instrs.len()).collect(),
             patches: PatchCache::default(),
+            weights: WeightCache::default(),
             keep: Vec::new(),
         }
     }
@@ -322,18 +327,15 @@ impl<'a> Engine<'a> {
             _ => Prep::Fresh,
         };
         let instr = &self.instrs[j];
-        let patches = Some(&mut self.patches);
-        let st = exec::execute(
-            instr,
-            self.hw,
-            &mut self.dram,
-            &mut self.sram,
-            prep,
-            patches,
-        )
-        .map_err(|error| SimError::Instr { at, error })?;
-        self.patches
-            .note_write(nnac_isa::hazard::footprint::sram_write_hull(instr, self.hw));
+        let caches = Caches {
+            patches: Some(&mut self.patches),
+            weights: Some(&mut self.weights),
+        };
+        let st = exec::execute(instr, self.hw, &mut self.dram, &mut self.sram, prep, caches)
+            .map_err(|error| SimError::Instr { at, error })?;
+        let writes = nnac_isa::hazard::footprint::sram_write_hull(instr, self.hw);
+        self.patches.note_write(writes);
+        self.weights.note_write(writes);
         self.record(j, &st);
         self.apply_flags(j)?;
         self.queues[q].completed += 1;

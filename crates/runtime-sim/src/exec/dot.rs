@@ -25,12 +25,14 @@ use super::gemm::{dot_exact, fits_i32, gemm, padded_len, PairWeights};
 use super::patch_cache::{BlockPatch, GatherKey, PatchCache, PatchForm};
 use super::postproc::{ChannelTable, Post};
 use super::quad::{self, QuadWeights};
+use super::weight_cache::{WeightCache, WeightKey};
 use super::weights::pair_weights;
 use super::ExecStats;
 use crate::error::ExecError;
 use crate::memory::Memory;
 use nnac_isa::{DotProduct, HwConfig};
 use rayon::prelude::*;
+use std::sync::Arc;
 
 /// Largest magnitude of an 8-bit code of the given signedness.
 fn max_code(signed: bool) -> u64 {
@@ -78,35 +80,57 @@ pub enum TileWeights {
 /// It depends only on the instruction and on the SRAM bytes of its parameters.
 pub struct DotPrep {
     pub geom: DotGeom,
-    pub weights: TileWeights,
+    /// Shared with the other instructions that read the same weights
+    /// ([`WeightCache`]).
+    pub weights: Arc<TileWeights>,
     pub table: ChannelTable,
 }
 
+/// The tile's weights (`bytes`, the instruction's weight range in SRAM) converted for
+/// the kernel that multiplies them.
+fn convert_weights(g: &DotGeom, d: &DotProduct, bytes: &[u8]) -> TileWeights {
+    let k = g.k_terms() as usize;
+    let exact_i32 = fits_i32(k as u64, max_code(d.in_signed), max_code(d.w_signed));
+    // The byte kernel computes at least 16 channels of a group at a time: narrow
+    // groups (depthwise convolutions) stay on the pair kernel's 16-channel blocks
+    // and per-pixel gather.
+    if exact_i32 && d.w_signed && g.ocpg >= 8 && quad::available() {
+        TileWeights::Quad(quad::quad_weights(g, bytes, quad::padded_len(k)))
+    } else {
+        let wt = pair_weights(g, bytes, d.w_signed, padded_len(k));
+        if exact_i32 {
+            TileWeights::Pair(wt)
+        } else {
+            TileWeights::Exact(wt)
+        }
+    }
+}
+
 impl DotPrep {
-    /// Checks the instruction and reads its parameters from SRAM.
+    /// Checks the instruction and reads its parameters from SRAM; with `weights`, the
+    /// conversion of its weights is taken from there if another instruction made it
+    /// from the same bytes (and nothing has written them since, which the caller
+    /// reports), and is left there.
     pub fn new(
         d: &DotProduct,
         kind: DotKind,
         hw: &HwConfig,
         sram: &Memory,
+        weights: Option<&mut WeightCache>,
     ) -> Result<DotPrep, ExecError> {
         let g = DotGeom::new(d, kind, hw)?;
-        let k = g.k_terms() as usize;
         let w_len = nnac_isa::hazard::geometry::weight_bytes(d, hw.mac_cols);
-        let w_bytes = sram.slice(u64::from(d.w_addr), w_len)?;
-        let exact_i32 = fits_i32(k as u64, max_code(d.in_signed), max_code(d.w_signed));
-        // The byte kernel computes at least 16 channels of a group at a time: narrow
-        // groups (depthwise convolutions) stay on the pair kernel's 16-channel blocks
-        // and per-pixel gather.
-        let weights = if exact_i32 && d.w_signed && g.ocpg >= 8 && quad::available() {
-            TileWeights::Quad(quad::quad_weights(&g, w_bytes, quad::padded_len(k)))
-        } else {
-            let wt = pair_weights(&g, w_bytes, d.w_signed, padded_len(k));
-            if exact_i32 {
-                TileWeights::Pair(wt)
-            } else {
-                TileWeights::Exact(wt)
+        let w_addr = u64::from(d.w_addr);
+        let convert = || -> Result<TileWeights, ExecError> {
+            Ok(convert_weights(&g, d, sram.slice(w_addr, w_len)?))
+        };
+        let weights = match weights {
+            Some(cache) => {
+                let key = WeightKey::of(&g, d.w_addr, d.in_signed, d.w_signed);
+                let range = (w_addr, w_addr.saturating_add(w_len));
+                cache.get_or_convert(key, range, convert)?
             }
+            None => Arc::new(convert()?),
         };
         let table = ChannelTable::read(sram, d, d.param_entries().into(), &d.simd)?;
         Ok(DotPrep {
@@ -198,7 +222,7 @@ fn block_dots<'s>(
         g.group_of(g.oc_start + g.oc_count - 1),
     );
     let signed = d.in_signed;
-    match &p.weights {
+    match &*p.weights {
         TileWeights::Pair(wt) | TileWeights::Exact(wt) if depthwise::is_depthwise(g) => {
             let acc = sized(&mut s.acc, n * oc_count);
             acc.fill(0);
@@ -238,7 +262,7 @@ fn block_dots<'s>(
             Ok(Sums::Narrow { dots, unbias })
         }
         TileWeights::Pair(wt) | TileWeights::Exact(wt) => {
-            let exact = matches!(p.weights, TileWeights::Exact(_));
+            let exact = matches!(*p.weights, TileWeights::Exact(_));
             let dots = sized(&mut s.dots, n * oc_count);
             let acc = sized(&mut s.acc, if exact { n * oc_count } else { 0 });
             for group in gfirst..=glast {
@@ -297,7 +321,7 @@ fn patch_key(p: &DotPrep, d: &DotProduct) -> Option<GatherKey> {
         return None;
     }
     let signed = d.in_signed;
-    match &p.weights {
+    match &*p.weights {
         TileWeights::Pair(_) | TileWeights::Exact(_) if depthwise::is_depthwise(g) => None,
         TileWeights::Quad(wt) => Some(GatherKey::of(
             g,
@@ -348,10 +372,18 @@ pub fn execute(
     kind: DotKind,
     hw: &HwConfig,
     sram: &mut Memory,
-    patches: Option<&mut PatchCache>,
+    caches: Caches<'_>,
 ) -> Result<ExecStats, ExecError> {
-    let prep = DotPrep::new(d, kind, hw, sram)?;
-    execute_prepared(&prep, d, hw, sram, patches)
+    let prep = DotPrep::new(d, kind, hw, sram, caches.weights)?;
+    execute_prepared(&prep, d, hw, sram, caches.patches)
+}
+
+/// What an engine keeps from one dot-product instruction for the next ones (both
+/// optional: a lone instruction runs without).
+#[derive(Default)]
+pub struct Caches<'c> {
+    pub patches: Option<&'c mut PatchCache>,
+    pub weights: Option<&'c mut WeightCache>,
 }
 
 /// Runs one dot-product instruction whose [`DotPrep`] is at hand (made from this

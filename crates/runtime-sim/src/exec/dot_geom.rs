@@ -6,7 +6,7 @@ use crate::error::ExecError;
 use nnac_isa::{DotProduct, HwConfig, PoolKind};
 
 /// Which dot-product instruction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DotKind {
     Conv,
     Deconv,

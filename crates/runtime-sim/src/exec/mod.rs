@@ -12,13 +12,14 @@ pub mod postproc;
 pub mod quad;
 pub mod simd_ops;
 pub mod tensor;
+pub mod weight_cache;
 pub mod weights;
 
 use crate::error::ExecError;
 use crate::memory::{Dram, Memory};
+pub use dot::Caches;
 use dot_geom::DotKind;
 use nnac_isa::{HwConfig, Instr};
-use patch_cache::PatchCache;
 
 /// What one instruction did, for the run statistics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -179,30 +180,31 @@ fn dot_instr(
     hw: &HwConfig,
     sram: &mut Memory,
     prep: Prep<'_>,
-    patches: Option<&mut PatchCache>,
+    caches: Caches<'_>,
 ) -> Result<ExecStats, ExecError> {
     match prep {
-        Prep::Fresh => dot::execute(d, kind, hw, sram, patches),
+        Prep::Fresh => dot::execute(d, kind, hw, sram, caches),
         Prep::Keep(slot) => {
             if slot.is_none() {
-                *slot = Some(dot::DotPrep::new(d, kind, hw, sram)?);
+                *slot = Some(dot::DotPrep::new(d, kind, hw, sram, caches.weights)?);
             }
             let p = slot.as_ref().expect("filled just above");
-            dot::execute_prepared(p, d, hw, sram, patches)
+            dot::execute_prepared(p, d, hw, sram, caches.patches)
         }
     }
 }
 
-/// Executes `instr` (not STOP) completely. `patches`: where dot products keep their
-/// gathered input patches for the next instruction (see [`patch_cache`]; the caller
-/// reports every instruction's SRAM writes to it).
+/// Executes `instr` (not STOP) completely. `caches`: where dot products keep their
+/// gathered input patches and converted weights for the next instructions (see
+/// [`patch_cache`], [`weight_cache`]; the caller reports every instruction's SRAM
+/// writes to them).
 pub fn execute(
     instr: &Instr,
     hw: &HwConfig,
     dram: &mut Dram,
     sram: &mut Memory,
     prep: Prep<'_>,
-    patches: Option<&mut PatchCache>,
+    caches: Caches<'_>,
 ) -> Result<ExecStats, ExecError> {
     match instr {
         Instr::DmaRead(d) => Ok(ExecStats {
@@ -213,9 +215,9 @@ pub fn execute(
             dma_bytes: dma::execute(d, dma::Dir::Write, dram, sram)?,
             ..ExecStats::default()
         }),
-        Instr::Conv(d) => dot_instr(d, DotKind::Conv, hw, sram, prep, patches),
-        Instr::Deconv(d) => dot_instr(d, DotKind::Deconv, hw, sram, prep, patches),
-        Instr::InnerProduct(d) => dot_instr(d, DotKind::InnerProduct, hw, sram, prep, patches),
+        Instr::Conv(d) => dot_instr(d, DotKind::Conv, hw, sram, prep, caches),
+        Instr::Deconv(d) => dot_instr(d, DotKind::Deconv, hw, sram, prep, caches),
+        Instr::InnerProduct(d) => dot_instr(d, DotKind::InnerProduct, hw, sram, prep, caches),
         Instr::Scale(s) => simd_ops::execute_scale(s, hw, sram),
         Instr::Eltwise(e) => simd_ops::execute_eltwise(e, hw, sram),
         Instr::Stop(_) => Ok(ExecStats::default()),
