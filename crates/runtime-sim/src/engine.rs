@@ -328,8 +328,8 @@ impl<'a> Engine<'a> {
         };
         let instr = &self.instrs[j];
         let caches = Caches {
-            patches: Some(&mut self.patches),
-            weights: Some(&mut self.weights),
+            patches: &mut self.patches,
+            weights: &mut self.weights,
         };
         let st = exec::execute(instr, self.hw, &mut self.dram, &mut self.sram, prep, caches)
             .map_err(|error| SimError::Instr { at, error })?;

@@ -323,6 +323,25 @@ fn dot(
     }
 }
 
+/// A SCALE or ELTWISE tile: reads `t` of every input and the channel table (if its
+/// SIMD program uses one), writes `t` of `out`.
+fn simd_tile(
+    t: &PixelTile,
+    inputs: &[Act],
+    chan: Option<(u64, u64)>,
+    out: Act,
+    reads: &mut impl Sink,
+    writes: &mut impl Sink,
+) {
+    for a in inputs {
+        a.tile(t, reads);
+    }
+    if let Some(r) = chan {
+        reads.range(r);
+    }
+    out.tile(t, writes);
+}
+
 fn scale(s: &Scale, reads: &mut impl Sink, writes: &mut impl Sink) {
     let t = PixelTile {
         w: s.w,
@@ -331,17 +350,24 @@ fn scale(s: &Scale, reads: &mut impl Sink, writes: &mut impl Sink) {
         c0: s.c_start,
         channels: s.c_count,
     };
-    Act::new(s.in_addr, s.in_row_pitch, s.in_pix_pitch, s.in_chan_pitch).tile(&t, reads);
-    if let Some(r) = chan_table(s.chan_addr, s.c_count, &s.simd) {
-        reads.range(r);
-    }
-    let out = Act::new(
-        s.out_addr,
-        s.out_row_pitch,
-        s.out_pix_pitch,
-        s.out_chan_pitch,
+    simd_tile(
+        &t,
+        &[Act::new(
+            s.in_addr,
+            s.in_row_pitch,
+            s.in_pix_pitch,
+            s.in_chan_pitch,
+        )],
+        chan_table(s.chan_addr, s.c_count, &s.simd),
+        Act::new(
+            s.out_addr,
+            s.out_row_pitch,
+            s.out_pix_pitch,
+            s.out_chan_pitch,
+        ),
+        reads,
+        writes,
     );
-    out.tile(&t, writes);
 }
 
 fn eltwise(e: &Eltwise, reads: &mut impl Sink, writes: &mut impl Sink) {
@@ -352,18 +378,22 @@ fn eltwise(e: &Eltwise, reads: &mut impl Sink, writes: &mut impl Sink) {
         c0: e.c_start,
         channels: e.c_count,
     };
-    Act::new(e.a_addr, e.a_row_pitch, e.a_pix_pitch, e.a_chan_pitch).tile(&t, reads);
-    Act::new(e.b_addr, e.b_row_pitch, e.b_pix_pitch, e.b_chan_pitch).tile(&t, reads);
-    if let Some(r) = chan_table(e.chan_addr, e.c_count, &e.simd) {
-        reads.range(r);
-    }
-    let out = Act::new(
-        e.out_addr,
-        e.out_row_pitch,
-        e.out_pix_pitch,
-        e.out_chan_pitch,
+    simd_tile(
+        &t,
+        &[
+            Act::new(e.a_addr, e.a_row_pitch, e.a_pix_pitch, e.a_chan_pitch),
+            Act::new(e.b_addr, e.b_row_pitch, e.b_pix_pitch, e.b_chan_pitch),
+        ],
+        chan_table(e.chan_addr, e.c_count, &e.simd),
+        Act::new(
+            e.out_addr,
+            e.out_row_pitch,
+            e.out_pix_pitch,
+            e.out_chan_pitch,
+        ),
+        reads,
+        writes,
     );
-    out.tile(&t, writes);
 }
 
 /// The SRAM ranges `ins` reads and writes, into `reads` and `writes`.

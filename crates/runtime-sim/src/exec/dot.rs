@@ -107,31 +107,25 @@ fn convert_weights(g: &DotGeom, d: &DotProduct, bytes: &[u8]) -> TileWeights {
 }
 
 impl DotPrep {
-    /// Checks the instruction and reads its parameters from SRAM; with `weights`, the
-    /// conversion of its weights is taken from there if another instruction made it
-    /// from the same bytes (and nothing has written them since, which the caller
-    /// reports), and is left there.
+    /// Checks the instruction and reads its parameters from SRAM; the conversion of its
+    /// weights is taken from `weights` if another instruction made it from the same
+    /// bytes (and nothing has written them since, which the caller reports), and is
+    /// left there.
     pub fn new(
         d: &DotProduct,
         kind: DotKind,
         hw: &HwConfig,
         sram: &Memory,
-        weights: Option<&mut WeightCache>,
+        weights: &mut WeightCache,
     ) -> Result<DotPrep, ExecError> {
         let g = DotGeom::new(d, kind, hw)?;
         let w_len = nnac_isa::hazard::geometry::weight_bytes(d, hw.mac_cols);
         let w_addr = u64::from(d.w_addr);
-        let convert = || -> Result<TileWeights, ExecError> {
+        let key = WeightKey::of(&g, d.w_addr, d.in_signed, d.w_signed);
+        let range = (w_addr, w_addr.saturating_add(w_len));
+        let weights = weights.get_or_convert(key, range, || -> Result<_, ExecError> {
             Ok(convert_weights(&g, d, sram.slice(w_addr, w_len)?))
-        };
-        let weights = match weights {
-            Some(cache) => {
-                let key = WeightKey::of(&g, d.w_addr, d.in_signed, d.w_signed);
-                let range = (w_addr, w_addr.saturating_add(w_len));
-                cache.get_or_convert(key, range, convert)?
-            }
-            None => Arc::new(convert()?),
-        };
+        })?;
         let table = ChannelTable::read(sram, d, d.param_entries().into(), &d.simd)?;
         Ok(DotPrep {
             geom: g,
@@ -378,25 +372,23 @@ pub fn execute(
     execute_prepared(&prep, d, hw, sram, caches.patches)
 }
 
-/// What an engine keeps from one dot-product instruction for the next ones (both
-/// optional: a lone instruction runs without).
-#[derive(Default)]
+/// What an engine keeps from one dot-product instruction for the next ones.
 pub struct Caches<'c> {
-    pub patches: Option<&'c mut PatchCache>,
-    pub weights: Option<&'c mut WeightCache>,
+    pub patches: &'c mut PatchCache,
+    pub weights: &'c mut WeightCache,
 }
 
 /// Runs one dot-product instruction whose [`DotPrep`] is at hand (made from this
-/// instruction and the SRAM's current parameter bytes). With `patches`, its input
-/// patches are taken from there if the previous gather through it read the same
-/// pixels (and nothing has written them since, which the caller reports), and are
-/// left there for the next instruction.
+/// instruction and the SRAM's current parameter bytes). Its input patches are taken
+/// from `patches` if the previous gather through it read the same pixels (and
+/// nothing has written them since, which the caller reports), and are left there for
+/// the next instruction.
 pub fn execute_prepared(
     prep: &DotPrep,
     d: &DotProduct,
     hw: &HwConfig,
     sram: &mut Memory,
-    patches: Option<&mut PatchCache>,
+    patches: &mut PatchCache,
 ) -> Result<ExecStats, ExecError> {
     let g = &prep.geom;
     let table = &prep.table;
@@ -468,10 +460,10 @@ pub fn execute_prepared(
     let blocks = pixel_blocks(g.pix.start, g.pix.count, u64::from(hw.mac_rows));
     // The cache's slots, one per block, if the tile's patches go through it; a hit
     // needs every slot to hold its block's pixels.
-    let (mut patches, key) = (patches, patch_key(prep, d));
+    let key = patch_key(prep, d);
     let (mut slots, mut hit) = (Vec::new(), false);
-    if let (Some(cache), Some(key)) = (patches.as_deref_mut(), &key) {
-        let (s, h) = cache.slots(key, blocks.len());
+    if let Some(key) = &key {
+        let (s, h) = patches.slots(key, blocks.len());
         hit = h && s.iter().zip(&blocks).all(|(slot, r)| slot.pixels == *r);
         slots = s.iter_mut().map(Some).collect();
     }
@@ -507,8 +499,8 @@ pub fn execute_prepared(
     for st in &parts {
         stats.merge(st);
     }
-    if let (Some(cache), Some(key), false) = (patches, key, hit) {
-        cache.keep(key);
+    if let (Some(key), false) = (key, hit) {
+        patches.keep(key);
     }
     store(g, &prepool, sram)?;
     Ok(stats)
