@@ -83,20 +83,22 @@ pub fn sat_i32(v: i128) -> i32 {
     v.clamp(i32::MIN as i128, i32::MAX as i128) as i32
 }
 
-/// ELTWISE: combines the rescaled inputs exactly (before the 30-bit wrap).
+/// ELTWISE: combines the rescaled inputs exactly (before the 30-bit wrap); every
+/// result fits in i64 (a product of two i32 values is below 2^62 in magnitude).
 #[inline]
-pub fn eltwise_combine(op: EltOp, a: i64, b: i64) -> i64 {
+pub fn eltwise_combine(op: EltOp, a: i32, b: i32) -> i64 {
+    let (a, b) = (i64::from(a), i64::from(b));
     match op {
-        EltOp::Add => a.saturating_add(b),
-        EltOp::Mul => a.saturating_mul(b),
+        EltOp::Add => a + b,
+        EltOp::Mul => a * b,
         EltOp::Max => a.max(b),
     }
 }
 
 /// ELTWISE input rescale: `sat_i32(rounding_shift_right((code - zero) * mult, shift))`.
 #[inline]
-pub fn eltwise_rescale(code: i32, zero: i32, mult: i32, shift: u32) -> i64 {
-    i64::from(sat_i32(scale(i64::from(code - zero), mult, shift)))
+pub fn eltwise_rescale(code: i32, zero: i32, mult: i32, shift: u32) -> i32 {
+    sat_i32(scale(i64::from(code - zero), mult, shift))
 }
 
 #[cfg(test)]
@@ -161,5 +163,17 @@ mod tests {
         assert_eq!(eltwise_rescale(10, 2, 1 << 20, 20), 8);
         assert_eq!(eltwise_combine(EltOp::Max, -3, 2), 2);
         assert_eq!(eltwise_combine(EltOp::Mul, -3, 2), -6);
+        // The rescale saturates to i32; the combine is exact beyond it.
+        assert_eq!(eltwise_rescale(255, -128, i32::MAX, 0), i32::MAX);
+        assert_eq!(eltwise_rescale(-128, 127, i32::MAX, 0), i32::MIN);
+        let (max, min) = (i32::MAX, i32::MIN);
+        assert_eq!(eltwise_combine(EltOp::Add, max, max), (1i64 << 32) - 2);
+        assert_eq!(eltwise_combine(EltOp::Add, min, min), -(1i64 << 32));
+        assert_eq!(eltwise_combine(EltOp::Mul, min, min), 1i64 << 62);
+        assert_eq!(
+            eltwise_combine(EltOp::Mul, min, max),
+            -(1i64 << 62) + (1i64 << 31)
+        );
+        assert_eq!(eltwise_combine(EltOp::Max, min, max), i64::from(max));
     }
 }

@@ -16,10 +16,15 @@ fn value(seed: &mut u32) -> i16 {
 }
 
 fn main() {
-    let (rows, cols) = (96usize, 96usize);
+    let cols = 96usize;
     let mut seed = 1u32;
-    println!("pair kernel (i16), {rows} pixels x {cols} channels:");
-    for k in [64usize, 256, 576, 1024, 2304, 4608] {
+    // 96-pixel tiles, and the 25-pixel half of a 7 x 7 plane's tile on two threads.
+    let shapes = [64usize, 256, 576, 1024, 2304, 4608]
+        .map(|k| (96usize, k))
+        .into_iter()
+        .chain([(25, 512), (25, 4608)]);
+    println!("pair kernel (i16), pixels x {cols} channels:");
+    for (rows, k) in shapes {
         let kpad = padded_len(k);
         let a: Vec<i16> = (0..rows * kpad).map(|_| value(&mut seed)).collect();
         let mut w = PairWeights::zeroed(cols, kpad);
@@ -39,7 +44,7 @@ fn main() {
             best = best.min(t.elapsed().as_secs_f64() / reps as f64);
         }
         println!(
-            "  K = {k:>4}: {:>7.1} us per tile, {:>5.1} GMAC/s",
+            "  {rows:>2} pixels, K = {k:>4}: {:>7.1} us per tile, {:>5.1} GMAC/s",
             best * 1e6,
             macs / best / 1e9
         );

@@ -517,12 +517,13 @@ fn store(g: &DotGeom, prepool: &[u8], sram: &mut Memory) -> Result<(), ExecError
         }
         Some(pg) => {
             let mut buf = vec![0u8; oc];
+            // Pre-pool pixel (y, x)'s channels.
+            let row = |y: u64, x: u64| {
+                let p = (y * g.out_w + x - g.pix.start) as usize;
+                &prepool[p * oc..(p + 1) * oc]
+            };
             for w in pg.windows_in(&g.pix) {
-                for (c, b) in buf.iter_mut().enumerate() {
-                    *b = pg.reduce(&w, |y, x| {
-                        prepool[((y * g.out_w + x - g.pix.start) as usize) * oc + c]
-                    });
-                }
+                pg.reduce(&w, row, &mut buf);
                 g.output.store(sram, (w.py, w.px), g.oc_start, &buf)?;
             }
         }

@@ -9,7 +9,9 @@
 //! each where the eight bytes are consecutive, stride 1 along a row), transposed in
 //! registers and stored as eight words; channels past the last multiple of eight (the
 //! three of an image) are copied byte by byte for the eight pixels. Positions in the
-//! padding are gathered pixel by pixel.
+//! padding are gathered pixel by pixel. A group of fewer than eight channels whose
+//! whole input is in SRAM (an image's three) is gathered pixel by pixel, tap by tap,
+//! straight from that input ([`gather_small`]).
 
 use super::dot_geom::DotGeom;
 use super::tensor::Strided;
@@ -256,10 +258,30 @@ pub fn gather_bytes(
     xor: u8,
     dst: &mut [u8],
 ) -> Result<(), ExecError> {
-    let icpg = g.icpg as usize;
     let c0 = group * g.icpg;
-    let cp = g.input.chan_pitch;
     let yx: Vec<(u64, u64)> = pixels.map(|p| g.pix.yx(p)).collect();
+    if g.icpg < 8 {
+        if let Some(input) = group_input(g, sram, c0) {
+            gather_small(g, input, &yx, (kpad, pad, xor), dst);
+            return Ok(());
+        }
+    }
+    gather_groups(g, sram, &yx, c0, (kpad, pad, xor), dst)
+}
+
+/// [`gather_bytes`] through transposed groups of eight pixels where a tap's eight
+/// pixels are all inside the input, pixel by pixel elsewhere (errors name the
+/// first position outside SRAM).
+fn gather_groups(
+    g: &DotGeom,
+    sram: &Memory,
+    yx: &[(u64, u64)],
+    c0: u64,
+    (kpad, pad, xor): (usize, u8, u8),
+    dst: &mut [u8],
+) -> Result<(), ExecError> {
+    let icpg = g.icpg as usize;
+    let cp = g.input.chan_pitch;
     let n = yx.len();
     let mut offs: Vec<Option<u64>> = vec![None; n];
     let mut patch = Patch { dst, kpad };
@@ -267,7 +289,7 @@ pub fn gather_bytes(
     let mut t = 0;
     for ky in 0..g.kh {
         for kx in 0..g.kw {
-            for (o, &(oy, ox)) in offs.iter_mut().zip(&yx) {
+            for (o, &(oy, ox)) in offs.iter_mut().zip(yx) {
                 *o = match (g.in_row(oy, ky), g.in_col(ox, kx)) {
                     (Some(iy), Some(ix)) => Some(g.input.at(iy, ix, c0)),
                     _ => None,
@@ -302,9 +324,149 @@ pub fn gather_bytes(
     Ok(())
 }
 
+/// The bytes of every pixel of the group's channels `c0..c0 + icpg`, from channel
+/// `c0` of pixel (0, 0), if they are all in SRAM.
+fn group_input<'m>(g: &DotGeom, sram: &'m Memory, c0: u64) -> Option<&'m [u8]> {
+    let v = &g.input;
+    let last = (g.in_h.checked_sub(1)?) * v.row_pitch
+        + (g.in_w.checked_sub(1)?) * v.pix_pitch
+        + (g.icpg.checked_sub(1)?) * v.chan_pitch;
+    sram.slice(v.at(0, 0, c0), last + 1).ok()
+}
+
+/// [`gather_bytes`] for groups of fewer than eight channels (an image's three),
+/// whose whole input is in SRAM (`input`, from [`group_input`]): pixel by pixel, the
+/// input rows and columns of its taps found once, each tap's channels read straight
+/// from `input`. The transposed groups need eight channels; per tap and pixel their
+/// bookkeeping cost more than the few bytes it moved.
+fn gather_small(
+    g: &DotGeom,
+    input: &[u8],
+    yx: &[(u64, u64)],
+    (kpad, pad, xor): (usize, u8, u8),
+    dst: &mut [u8],
+) {
+    let v = &g.input;
+    let (icpg, cp) = (g.icpg as usize, v.chan_pitch as usize);
+    let mut rows: Vec<Option<u64>> = vec![None; g.kh as usize];
+    let mut cols: Vec<Option<u64>> = vec![None; g.kw as usize];
+    for (row, &(oy, ox)) in dst.chunks_exact_mut(kpad).zip(yx) {
+        for (ky, r) in (0..).zip(rows.iter_mut()) {
+            *r = g.in_row(oy, ky).map(|iy| iy * v.row_pitch);
+        }
+        for (kx, c) in (0..).zip(cols.iter_mut()) {
+            *c = g.in_col(ox, kx).map(|ix| ix * v.pix_pitch);
+        }
+        let mut t = 0;
+        for r in &rows {
+            for c in &cols {
+                let seg = &mut row[t..t + icpg];
+                match (r, c) {
+                    (Some(r), Some(c)) => {
+                        let at = (r + c) as usize;
+                        for (i, o) in seg.iter_mut().enumerate() {
+                            *o = input[at + i * cp] ^ xor;
+                        }
+                    }
+                    _ => seg.fill(pad),
+                }
+                t += icpg;
+            }
+        }
+        row[t..].fill(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both gathers of a small group give the same patch bytes: strides, dilations,
+    /// pads, pitches (planar and pixel-interleaved), groups, DECONV's gather form.
+    #[test]
+    fn small_groups_gather_as_the_general_path() {
+        use crate::exec::dot_geom::DotKind;
+        use crate::exec::tensor::{ActView, PixRange};
+        let mut seed = 9u64;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) % n
+        };
+        for case in 0..300 {
+            let kind = [DotKind::Conv, DotKind::Deconv][case % 2];
+            let (kh, kw) = (1 + next(7), 1 + next(7));
+            let (sh, sw, dh, dw) = (1 + next(3), 1 + next(3), 1 + next(2), 1 + next(2));
+            let (in_h, in_w) = (1 + next(12), 1 + next(12));
+            let (icpg, groups) = (1 + next(7), 1 + next(3));
+            let in_c = icpg * groups;
+            let planar = next(2) == 0;
+            let (row_pitch, pix_pitch, chan_pitch) = if planar {
+                (in_w + next(3), 1, (in_w + 3) * in_h + next(5))
+            } else {
+                (in_w * in_c + next(3), in_c, 1)
+            };
+            let (out_h, out_w) = (1 + next(9), 1 + next(9));
+            let start = next(out_h * out_w);
+            let count = 1 + next(out_h * out_w - start);
+            let g = DotGeom {
+                kind,
+                in_h,
+                in_w,
+                in_c,
+                out_h,
+                out_w,
+                kh,
+                kw,
+                pad_top: next(kh) as i64,
+                pad_left: next(kw) as i64,
+                sh,
+                sw,
+                dh,
+                dw,
+                icpg,
+                ocpg: 1,
+                pix: PixRange {
+                    start,
+                    count,
+                    width: out_w,
+                },
+                oc_start: 0,
+                oc_count: 1,
+                mac_cols: 96,
+                w_pitch: 0,
+                input: ActView {
+                    addr: 5,
+                    row_pitch,
+                    pix_pitch,
+                    chan_pitch,
+                },
+                output: ActView {
+                    addr: 0,
+                    row_pitch: 0,
+                    pix_pitch: 0,
+                    chan_pitch: 0,
+                },
+                pool: None,
+            };
+            let size = 5 + in_h * row_pitch + in_w * pix_pitch + in_c * chan_pitch;
+            let sram = Memory {
+                name: "sram",
+                base: 0,
+                bytes: (0..size).map(|i| (i * 131 % 251) as u8).collect(),
+            };
+            let kpad = (kh * kw * icpg) as usize + next(20) as usize;
+            let yx: Vec<(u64, u64)> = (start..start + count).map(|p| g.pix.yx(p)).collect();
+            let group = next(groups);
+            let c0 = group * icpg;
+            let (pad, xor) = (next(256) as u8, [0, 0x80][next(2) as usize]);
+            let mut small = vec![0xEE; yx.len() * kpad];
+            let input = group_input(&g, &sram, c0).expect("the input is in SRAM");
+            gather_small(&g, input, &yx, (kpad, pad, xor), &mut small);
+            let mut general = vec![0xDD; yx.len() * kpad];
+            gather_groups(&g, &sram, &yx, c0, (kpad, pad, xor), &mut general).unwrap();
+            assert_eq!(small, general, "case {case}: {g:?}");
+        }
+    }
 
     #[test]
     fn every_way_of_reading_a_group_reads_its_bytes() {

@@ -1,5 +1,6 @@
 //! Execution of single instructions against the machine's memories.
 
+pub mod combine;
 pub mod depthwise;
 pub mod dma;
 pub mod dot;

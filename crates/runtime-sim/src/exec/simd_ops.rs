@@ -2,6 +2,7 @@
 //! pitched activation tensors (any layout). Every output value is computed from the inputs first, then the tile
 //! is stored (so an output may alias an input with the same layout).
 
+use super::combine::{combine_codes, RescaleTable};
 use super::dot_geom::check_layout;
 use super::postproc::{read_chan, Post};
 use super::tensor::{ActView, PixRange};
@@ -198,7 +199,7 @@ pub fn execute_eltwise(
     let post = Post::new(&e.simd, e.out_signed, &chan);
     let (az, bz) = (i32::from(e.a_zero), i32::from(e.b_zero));
     // The rescaled value depends only on the code byte: tabulate it once.
-    let table = |signed: bool, zero: i32, mult: i32, shift: u32| -> [i64; 256] {
+    let table = |signed: bool, zero: i32, mult: i32, shift: u32| -> RescaleTable {
         std::array::from_fn(|b| eltwise_rescale(code_value(b as u8, signed), zero, mult, shift))
     };
     let (ta, tb) = (
@@ -284,7 +285,7 @@ fn eltwise_planes(
     hw: &HwConfig,
     tile: &Tile,
     [a, b, out]: [&ActView; 3],
-    (ta, tb): (&[i64; 256], &[i64; 256]),
+    (ta, tb): (&RescaleTable, &RescaleTable),
     post: &Post,
     sram: &mut Memory,
 ) -> Result<ExecStats, ExecError> {
@@ -307,9 +308,7 @@ fn eltwise_planes(
                 .zip(plane.chunks_mut(CHUNK));
             for (j, ((ra, rb), o)) in runs.enumerate() {
                 let m = o.len();
-                for (v, (&va, &vb)) in exact[..m].iter_mut().zip(ra.iter().zip(rb)) {
-                    *v = eltwise_combine(op, ta[usize::from(va)], tb[usize::from(vb)]);
-                }
+                combine_codes(op, (ta, tb), ra, rb, &mut exact[..m]);
                 if super::wrap_row(&exact[..m], &ZERO_BIAS[..m], hw.acc_bits, &mut acc[..m]) {
                     for (i, &v) in exact[..m].iter().enumerate() {
                         if super::wrap(v, hw.acc_bits).1 {
