@@ -178,9 +178,16 @@ mod avx2 {
         if !first {
             let mut buf = [0i32; COLS_BLOCK];
             for (r, v) in acc.iter_mut().enumerate() {
-                buf[..n].copy_from_slice(&out[at + r * ldo..at + r * ldo + n]);
-                v[0] = _mm256_loadu_si256(buf.as_ptr() as *const __m256i);
-                v[1] = _mm256_loadu_si256(buf.as_ptr().add(8) as *const __m256i);
+                let row = &out[at + r * ldo..at + r * ldo + n];
+                // A whole block straight from `out`, a partial one through `buf`.
+                let src = if n == COLS_BLOCK {
+                    row
+                } else {
+                    buf[..n].copy_from_slice(row);
+                    &buf[..]
+                };
+                v[0] = _mm256_loadu_si256(src.as_ptr() as *const __m256i);
+                v[1] = _mm256_loadu_si256(src.as_ptr().add(8) as *const __m256i);
             }
         }
         acc
@@ -194,9 +201,18 @@ mod avx2 {
     ) {
         let mut buf = [0i32; COLS_BLOCK];
         for (r, v) in acc.iter().enumerate() {
-            _mm256_storeu_si256(buf.as_mut_ptr() as *mut __m256i, v[0]);
-            _mm256_storeu_si256(buf.as_mut_ptr().add(8) as *mut __m256i, v[1]);
-            out[at + r * ldo..at + r * ldo + n].copy_from_slice(&buf[..n]);
+            let row = &mut out[at + r * ldo..at + r * ldo + n];
+            // A whole block straight into `out`, a partial one through `buf`.
+            let dst = if n == COLS_BLOCK {
+                row.as_mut_ptr()
+            } else {
+                buf.as_mut_ptr()
+            };
+            _mm256_storeu_si256(dst as *mut __m256i, v[0]);
+            _mm256_storeu_si256(dst.add(8) as *mut __m256i, v[1]);
+            if n < COLS_BLOCK {
+                row.copy_from_slice(&buf[..n]);
+            }
         }
     }
 
