@@ -328,10 +328,13 @@ fn gather_groups(
 /// `c0` of pixel (0, 0), if they are all in SRAM.
 fn group_input<'m>(g: &DotGeom, sram: &'m Memory, c0: u64) -> Option<&'m [u8]> {
     let v = &g.input;
-    let last = (g.in_h.checked_sub(1)?) * v.row_pitch
-        + (g.in_w.checked_sub(1)?) * v.pix_pitch
-        + (g.icpg.checked_sub(1)?) * v.chan_pitch;
-    sram.slice(v.at(0, 0, c0), last + 1).ok()
+    // Checked: a hostile program's extents and pitches may not fit u64 together.
+    let span = |n: u64, pitch: u64| n.checked_sub(1)?.checked_mul(pitch);
+    let len = span(g.in_h, v.row_pitch)?
+        .checked_add(span(g.in_w, v.pix_pitch)?)?
+        .checked_add(span(g.icpg, v.chan_pitch)?)?
+        .checked_add(1)?;
+    sram.slice(v.at(0, 0, c0), len).ok()
 }
 
 /// [`gather_bytes`] for groups of fewer than eight channels (an image's three),
@@ -380,13 +383,54 @@ fn gather_small(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::dot_geom::DotKind;
+    use crate::exec::tensor::{ActView, PixRange};
+
+    /// A one-pixel 1 x 1 convolution of a 3-channel input at address 0; the tests
+    /// change what they need.
+    fn geom() -> DotGeom {
+        let none = ActView {
+            addr: 0,
+            row_pitch: 0,
+            pix_pitch: 0,
+            chan_pitch: 0,
+        };
+        DotGeom {
+            kind: DotKind::Conv,
+            in_h: 1,
+            in_w: 1,
+            in_c: 3,
+            out_h: 1,
+            out_w: 1,
+            kh: 1,
+            kw: 1,
+            pad_top: 0,
+            pad_left: 0,
+            sh: 1,
+            sw: 1,
+            dh: 1,
+            dw: 1,
+            icpg: 3,
+            ocpg: 1,
+            pix: PixRange {
+                start: 0,
+                count: 1,
+                width: 1,
+            },
+            oc_start: 0,
+            oc_count: 1,
+            mac_cols: 96,
+            w_pitch: 0,
+            input: none,
+            output: none,
+            pool: None,
+        }
+    }
 
     /// Both gathers of a small group give the same patch bytes: strides, dilations,
     /// pads, pitches (planar and pixel-interleaved), groups, DECONV's gather form.
     #[test]
     fn small_groups_gather_as_the_general_path() {
-        use crate::exec::dot_geom::DotKind;
-        use crate::exec::tensor::{ActView, PixRange};
         let mut seed = 9u64;
         let mut next = |n: u64| {
             seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
@@ -424,29 +468,18 @@ mod tests {
                 dh,
                 dw,
                 icpg,
-                ocpg: 1,
                 pix: PixRange {
                     start,
                     count,
                     width: out_w,
                 },
-                oc_start: 0,
-                oc_count: 1,
-                mac_cols: 96,
-                w_pitch: 0,
                 input: ActView {
                     addr: 5,
                     row_pitch,
                     pix_pitch,
                     chan_pitch,
                 },
-                output: ActView {
-                    addr: 0,
-                    row_pitch: 0,
-                    pix_pitch: 0,
-                    chan_pitch: 0,
-                },
-                pool: None,
+                ..geom()
             };
             let size = 5 + in_h * row_pitch + in_w * pix_pitch + in_c * chan_pitch;
             let sram = Memory {
@@ -466,6 +499,33 @@ mod tests {
             gather_groups(&g, &sram, &yx, c0, (kpad, pad, xor), &mut general).unwrap();
             assert_eq!(small, general, "case {case}: {g:?}");
         }
+    }
+
+    /// An input whose extents and pitches overflow u64 together is not taken whole
+    /// (the general path reads the taps it needs, here inside SRAM): no panic.
+    #[test]
+    fn a_huge_input_extent_falls_back_to_the_general_path() {
+        let big = u64::from(u32::MAX);
+        let g = DotGeom {
+            in_h: big,
+            in_w: big,
+            input: ActView {
+                addr: 0,
+                row_pitch: big * big,
+                pix_pitch: big * big,
+                chan_pitch: 4,
+            },
+            ..geom()
+        };
+        let sram = Memory {
+            name: "sram",
+            base: 0,
+            bytes: (0..64u8).collect(),
+        };
+        assert!(group_input(&g, &sram, 0).is_none());
+        let mut dst = [0xEEu8; 16];
+        gather_bytes(&g, &sram, 0..1, 0, 16, 0, 0, &mut dst).unwrap();
+        assert_eq!(dst[..4], [0, 4, 8, 0]);
     }
 
     #[test]
