@@ -39,6 +39,8 @@ fn two_convs(image: &[u8], overwrite: Option<u32>, schedule: Schedule) -> (Vec<u
         Instr::DmaRead(dma(1, IMAGE_LEN, 0, 0, 0, 0, flags().set(0))),
         conv4x4x8(INPUT, WEIGHTS, OUT_A, flags().wait(0).clear(0).set(1)),
     ];
+    // The second convolution waits for the DMA if there is one, else for the first.
+    let mut ready = 1;
     if let Some(at) = overwrite {
         instrs.push(Instr::DmaRead(dma(
             1,
@@ -49,20 +51,14 @@ fn two_convs(image: &[u8], overwrite: Option<u32>, schedule: Schedule) -> (Vec<u
             0,
             flags().wait(1).clear(1).set(2),
         )));
-        instrs.push(conv4x4x8(
-            INPUT,
-            WEIGHTS,
-            OUT_B,
-            flags().wait(2).clear(2).set(3),
-        ));
-    } else {
-        instrs.push(conv4x4x8(
-            INPUT,
-            WEIGHTS,
-            OUT_B,
-            flags().wait(1).clear(1).set(3),
-        ));
+        ready = 2;
     }
+    instrs.push(conv4x4x8(
+        INPUT,
+        WEIGHTS,
+        OUT_B,
+        flags().wait(ready).clear(ready).set(3),
+    ));
     instrs.push(Instr::DmaWrite(dma(
         1,
         0x100,
