@@ -288,7 +288,7 @@ pub fn lower(
         instrs,
         dram: DramImage {
             base: 0,
-            bytes: w.low.dram,
+            bytes: w.low.dram.into(),
         },
         io: w.low.io,
         host_ops: (!w.low.host_ops.is_empty()).then(|| nnac_isa::HostOps {

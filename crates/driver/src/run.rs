@@ -18,20 +18,40 @@ use nnac_runtime_sim::{Output, RunStats, Session, SimError, Simulator};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// Reads and decodes a `.nnab` program; errors name the file. The file's buffer
-/// becomes the program's DRAM image (`Program::read_owned`): the weights are read
-/// from the file once and not copied again.
+/// Reads and decodes a `.nnab` program; errors name the file. The file is mapped
+/// into memory read-only and the program's DRAM image is its range of the mapping
+/// (`Program::read_shared`): the weights are read from the page cache where they
+/// are, not copied. A file that cannot be mapped (a pipe, a special file) is read
+/// into a buffer instead, which then holds the image (`Program::read_owned`).
 pub fn read_program(path: &Path) -> Result<Program, Error> {
-    // `std::fs::read` into a buffer on huge pages (`nnac_runtime_sim::pages`).
-    let read = || -> std::io::Result<Vec<u8>> {
-        let mut file = std::fs::File::open(path)?;
-        let len = usize::try_from(file.metadata()?.len()).unwrap_or(0);
-        let mut bytes = nnac_runtime_sim::pages::with_capacity(len);
-        file.read_to_end(&mut bytes)?;
-        Ok(bytes)
+    let cannot = |e: std::io::Error| Error::user(format!("cannot read {}: {e}", path.display()));
+    let mut file = std::fs::File::open(path).map_err(cannot)?;
+    let read = match map(&file) {
+        Some(mapped) => Program::read_shared(std::sync::Arc::new(mapped)),
+        None => {
+            // `std::fs::read` into a buffer on huge pages (`nnac_runtime_sim::pages`).
+            let len = file.metadata().map_or(0, |m| m.len());
+            let mut bytes =
+                nnac_runtime_sim::pages::with_capacity(usize::try_from(len).unwrap_or(0));
+            file.read_to_end(&mut bytes).map_err(cannot)?;
+            Program::read_owned(bytes)
+        }
     };
-    let bytes = read().map_err(|e| Error::user(format!("cannot read {}: {e}", path.display())))?;
-    Program::read_owned(bytes).map_err(|e| Error::user(format!("{}: {e}", path.display())))
+    read.map_err(|e| Error::user(format!("{}: {e}", path.display())))
+}
+
+/// A read-only mapping of a regular, non-empty file, or `None`.
+fn map(file: &std::fs::File) -> Option<memmap2::Mmap> {
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() == 0 {
+        return None;
+    }
+    // SAFETY: the mapping is read-only (nothing in this process writes it). Its bytes can
+    // change under us only if another process writes or truncates the file while a
+    // program read from it is loaded, which nnac, like every loader that maps its
+    // model files, does not support (docs/ARCHITECTURE.md, invariant "Program files are
+    // mapped, not copied").
+    unsafe { memmap2::MmapOptions::new().map(file) }.ok()
 }
 
 /// A simulator error as the user's, prefixed with the program's name.
@@ -341,6 +361,53 @@ mod tests {
         let u = desc(IoDtype::Uint8, 1.0, 10);
         assert_eq!(quantize(-20.0, &u), 0);
         assert_eq!(quantize(300.0, &u), 255);
+    }
+
+    /// A scratch path of this test process.
+    fn scratch(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("nnac-run-{}-{name}", std::process::id()))
+    }
+
+    #[test]
+    fn programs_are_read_from_a_mapping_or_a_stream() {
+        let mut p = Program::new(nnac_isa::HwConfig::fsd());
+        p.dram.bytes = (0..5000u32)
+            .map(|i| (i * 7) as u8)
+            .collect::<Vec<u8>>()
+            .into();
+        let bytes = p.write().unwrap();
+        let file = scratch("p.nnab");
+        std::fs::write(&file, &bytes).unwrap();
+        let mapped = read_program(&file).unwrap();
+        assert_eq!(mapped, p);
+        assert_eq!(&*mapped.dram.bytes, &*p.dram.bytes);
+        // Empty, truncated, missing: user errors naming the file.
+        for (len, what) in [(0, "empty"), (bytes.len() - 1, "truncated")] {
+            std::fs::write(&file, &bytes[..len]).unwrap();
+            let e = read_program(&file).unwrap_err();
+            assert!(
+                e.exit_code() == 1 && e.to_string().contains("p.nnab"),
+                "{what}: {e}"
+            );
+        }
+        std::fs::remove_file(&file).unwrap();
+        let e = read_program(&file).unwrap_err();
+        assert!(e.to_string().contains("cannot read"), "{e}");
+        // A FIFO cannot be mapped: read as a stream, the same program.
+        #[cfg(unix)]
+        {
+            let fifo = scratch("fifo.nnab");
+            let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+            assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+            let writer = {
+                let (fifo, bytes) = (fifo.clone(), bytes.clone());
+                std::thread::spawn(move || std::fs::write(fifo, bytes))
+            };
+            let streamed = read_program(&fifo);
+            writer.join().unwrap().unwrap();
+            std::fs::remove_file(&fifo).unwrap();
+            assert_eq!(streamed.unwrap(), p);
+        }
     }
 
     #[test]

@@ -30,8 +30,9 @@ pub mod listing;
 pub mod simd;
 
 pub use container::{
-    check_body_start, ContainerError, DramImage, HostOp, HostOps, IoDesc, IoDir, IoDtype, IoLayout,
-    LayerTable, MetaNote, Metadata, Program, NOTE_CALIBRATION, NOTE_HOST_REASON,
+    check_body_start, ContainerError, DramImage, HostOp, HostOps, ImageBytes, IoDesc, IoDir,
+    IoDtype, IoLayout, LayerTable, MetaNote, Metadata, Program, SharedBuffer, NOTE_CALIBRATION,
+    NOTE_HOST_REASON,
 };
 pub use error::{DecodeError, EncodeError};
 pub use flags::{FlagOps, FlagSet};

@@ -81,7 +81,7 @@ fn disassembly_reassembles_identically() {
 #[test]
 fn large_dram_goes_to_a_side_file() {
     let mut p = every_op();
-    p.dram.bytes = (0..10_000u32).map(|i| i as u8).collect();
+    p.dram.bytes = (0..10_000u32).map(|i| i as u8).collect::<Vec<u8>>().into();
     let dis = disassemble(&p, Some("L.s.dram.bin"));
     assert_eq!(dis.side_files.len(), 1);
     assert!(dis.text.contains("file=\"L.s.dram.bin\""));

@@ -55,7 +55,7 @@ fn program(instrs: Vec<Instr>) -> Program {
         instrs,
         dram: DramImage {
             base: 0,
-            bytes: rng.bytes(448),
+            bytes: rng.bytes(448).into(),
         },
         io: vec![IoDesc {
             name: "y".into(),

@@ -48,7 +48,7 @@ fn program(instrs: Vec<Instr>, body_start: Option<usize>) -> Program {
         instrs,
         dram: DramImage {
             base: 0,
-            bytes: Lcg(5).bytes(64),
+            bytes: Lcg(5).bytes(64).into(),
         },
         io: vec![
             desc("x", IoDir::Input, X_DRAM),
@@ -165,7 +165,7 @@ fn weights_the_body_rewrites_are_read_afresh_every_frame() {
     for k in 0..f.len() {
         let mut s = streaming();
         if k > 0 {
-            s.dram.bytes = f[k - 1][0].1[..64].to_vec();
+            s.dram.bytes = f[k - 1][0].1[..64].to_vec().into();
         }
         let want = run(&s, &f[k], &opts).unwrap().outputs;
         assert_eq!(session.run(&f[k]).unwrap().outputs, want, "frame {k}");

@@ -210,7 +210,7 @@ fn strided_dma_moves_tiles() {
         ],
         dram: DramImage {
             base: 0,
-            bytes: dram,
+            bytes: dram.into(),
         },
         io: vec![IoDesc {
             name: "t".into(),
@@ -244,7 +244,7 @@ fn overlapping_dma_destination_rows_are_an_error() {
     let mut p = Program::new(hw);
     p.dram = DramImage {
         base: 0,
-        bytes: vec![1; 64],
+        bytes: vec![1; 64].into(),
     };
     p.instrs
         .insert(0, Instr::DmaRead(dma(2, 8, 0, 8, 0, 4, FlagOps::new())));

@@ -78,7 +78,7 @@ fn stop() -> Instr {
 
 fn program(instrs: Vec<Instr>) -> Program {
     let mut p = Program::new(HwConfig::fsd());
-    p.dram.bytes = vec![0; 1 << 16];
+    p.dram.bytes = vec![0; 1 << 16].into();
     p.instrs = instrs;
     p
 }

@@ -94,18 +94,23 @@ impl Program {
     /// Parses and validates a container. Never panics on any input.
     pub fn read(bytes: &[u8]) -> Result<Program, ContainerError> {
         let (mut program, image) = Program::parse(bytes)?;
-        program.dram.bytes = bytes[image].to_vec();
+        program.dram.bytes = bytes[image].to_vec().into();
         Ok(program)
     }
 
     /// [`Program::read`] of a container the caller gives away (a file just read):
     /// the DRAM image, most of a program's bytes, stays in the buffer instead of
     /// being copied out of it.
-    pub fn read_owned(mut bytes: Vec<u8>) -> Result<Program, ContainerError> {
-        let (mut program, image) = Program::parse(&bytes)?;
-        bytes.truncate(image.end);
-        bytes.drain(..image.start);
-        program.dram.bytes = bytes;
+    pub fn read_owned(bytes: Vec<u8>) -> Result<Program, ContainerError> {
+        Program::read_shared(std::sync::Arc::new(bytes))
+    }
+
+    /// [`Program::read`] of a container held in a shared buffer (a mapped file):
+    /// the DRAM image is the buffer's range of it ([`super::ImageBytes`]), not a copy.
+    pub fn read_shared(buffer: super::SharedBuffer) -> Result<Program, ContainerError> {
+        let (mut program, image) = Program::parse((*buffer).as_ref())?;
+        program.dram.bytes = super::ImageBytes::slice_of(buffer, image)
+            .ok_or_else(|| ContainerError::new("dram image outside the container"))?;
         Ok(program)
     }
 
@@ -129,7 +134,7 @@ impl Program {
         let (base, image) = read_dram(&mut Reader::new(data, *off, "dram"))?;
         let dram = DramImage {
             base,
-            bytes: Vec::new(),
+            bytes: Default::default(),
         };
         let (_, off, data) = need(SectionKind::Io)?;
         let io = read_io(&mut Reader::new(data, *off, "io"))?;

@@ -2,12 +2,14 @@
 
 mod file;
 mod hostops;
+mod image;
 mod io;
 mod layers;
 mod prologue;
 mod wire;
 
 pub use hostops::{HostOp, HostOps, HOSTOPS_VERSION, MAX_HOST_INPUTS};
+pub use image::{ImageBytes, SharedBuffer};
 pub use io::{IoDesc, IoDir, IoDtype, IoLayout, MAX_RANK};
 pub use layers::{LayerTable, NO_LAYER};
 pub use prologue::{check_body_start, prologue_segments, PROLOGUE_VERSION};
@@ -64,7 +66,7 @@ impl SectionKind {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DramImage {
     pub base: u64,
-    pub bytes: Vec<u8>,
+    pub bytes: ImageBytes,
 }
 
 /// Program metadata.

@@ -309,7 +309,7 @@ impl Asm<'_> {
         if a.words.iter().any(|w| w.key == "hex") {
             return Ok(DramImage {
                 base,
-                bytes: a.hex("hex", at)?,
+                bytes: a.hex("hex", at)?.into(),
             });
         }
         let size = a.num::<usize>("size", at)?;
@@ -326,7 +326,10 @@ impl Asm<'_> {
                 ),
             ));
         }
-        Ok(DramImage { base, bytes })
+        Ok(DramImage {
+            base,
+            bytes: bytes.into(),
+        })
     }
 
     fn instr(&mut self, head: &Word, mut a: Args) -> Result<(), AsmError> {

@@ -60,7 +60,7 @@ pub fn disassemble(p: &Program, dram_side_file: Option<&str>) -> Disassembly {
                 crc32(&p.dram.bytes),
                 quote(name)
             ));
-            side_files.push((name.to_string(), p.dram.bytes.clone()));
+            side_files.push((name.to_string(), p.dram.bytes.to_vec()));
         }
         _ => out.push_str(&format!(
             ".dram base={:#x} hex=\"{}\"\n",

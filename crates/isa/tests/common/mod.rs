@@ -223,7 +223,10 @@ pub fn random_program(src: &mut Src) -> Program {
     };
     let dram = DramImage {
         base: src.next() >> 24,
-        bytes: (0..dram_len).map(|_| src.next() as u8).collect(),
+        bytes: (0..dram_len)
+            .map(|_| src.next() as u8)
+            .collect::<Vec<u8>>()
+            .into(),
     };
     let io = (0..src.below(4)).map(|_| random_io(src)).collect();
     let host_ops = (src.below(2) == 0).then(|| random_host_ops(src, segments));

@@ -105,7 +105,7 @@ pub fn one_output_program(
         instrs,
         dram: DramImage {
             base: 0,
-            bytes: image.to_vec(),
+            bytes: image.to_vec().into(),
         },
         io: vec![IoDesc {
             name: "out".into(),
