@@ -56,6 +56,23 @@ impl Memory {
         Ok(&mut self.bytes[i..i + len as usize])
     }
 
+    /// Asks the CPU to bring the bytes `[addr, addr + len)` into its caches ahead of
+    /// their use: a hint, which changes nothing the memory holds; a range outside the
+    /// memory is ignored.
+    pub fn prefetch(&self, addr: u64, len: u64) {
+        #[cfg(target_arch = "x86_64")]
+        if let Ok(bytes) = self.slice(addr, len) {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            for line in bytes.chunks(64) {
+                // SAFETY: a prefetch of an address inside a live slice (SSE, part of
+                // every x86-64) neither faults nor changes memory.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr() as *const i8) };
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (addr, len);
+    }
+
     /// Little-endian i32 at `addr`.
     pub fn i32_at(&self, addr: u64) -> Result<i32, MemError> {
         let b = self.slice(addr, 4)?;
@@ -78,6 +95,12 @@ mod tests {
             .unwrap()
             .copy_from_slice(&(-2i32).to_le_bytes());
         assert_eq!(m.i32_at(0x104).unwrap(), -2);
+        // A prefetch is a hint: in range, across the end or wrapping, nothing changes.
+        let before = m.slice(0x100, 16).unwrap().to_vec();
+        for (addr, len) in [(0x100, 16), (0x104, 100), (0xf0, 8), (u64::MAX, 2)] {
+            m.prefetch(addr, len);
+        }
+        assert_eq!(m.slice(0x100, 16).unwrap(), &before[..]);
     }
 }
 

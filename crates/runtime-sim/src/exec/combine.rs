@@ -5,11 +5,49 @@
 //! 64-bit lanes: the entries are i32, so the i64 sum, product (`vpmuldq`) and maximum
 //! of two are the exact values the definition gives.
 
-use nnac_isa::arith::eltwise_combine;
-use nnac_isa::EltOp;
+use nnac_isa::arith::{code_value, eltwise_combine, eltwise_rescale};
+use nnac_isa::{EltOp, Eltwise};
 
 /// An input's rescaled value for each of the 256 code bytes.
 pub type RescaleTable = [i32; 256];
+
+/// One ELTWISE input's rescale parameters: a code byte's rescaled value is
+/// `eltwise_rescale(code_value(code, signed), zero, mult, shift)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rescale {
+    pub signed: bool,
+    pub zero: i32,
+    pub mult: i32,
+    pub shift: u32,
+}
+
+impl Rescale {
+    /// The rescales of an instruction's inputs A and B.
+    pub fn of(e: &Eltwise) -> [Rescale; 2] {
+        [
+            Rescale {
+                signed: e.a_signed,
+                zero: i32::from(e.a_zero),
+                mult: e.a_mult,
+                shift: e.a_shift,
+            },
+            Rescale {
+                signed: e.b_signed,
+                zero: i32::from(e.b_zero),
+                mult: e.b_mult,
+                shift: e.b_shift,
+            },
+        ]
+    }
+
+    /// The rescaled value of every code byte (it depends on nothing else).
+    pub fn table(&self) -> RescaleTable {
+        std::array::from_fn(|b| {
+            let code = code_value(b as u8, self.signed);
+            eltwise_rescale(code, self.zero, self.mult, self.shift)
+        })
+    }
+}
 
 /// `out[i] = eltwise_combine(op, ta[a[i]], tb[b[i]])` for `i < out.len()`
 /// (`a` and `b` at least as long).

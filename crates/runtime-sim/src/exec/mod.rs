@@ -5,6 +5,7 @@ pub mod depthwise;
 pub mod dma;
 pub mod dot;
 pub mod dot_geom;
+pub mod eltwise_plane;
 pub mod gather;
 pub mod gemm;
 pub mod patch_cache;

@@ -186,38 +186,50 @@ unsafe fn lanes_row_avx512(
     lanes_row(r, l, acc, c0, out, signed)
 }
 
-/// The FUSED_RELU loop over a row of values of one channel (constants `m`, `rd`, `s`).
+/// One channel's FUSED_RELU epilogue as constants (its shift is at most 62):
+/// [`ChanRequant::byte`] is [`requant_byte`] for that channel.
+#[derive(Debug, Clone, Copy)]
+pub struct ChanRequant<'a> {
+    pub r: &'a Requant,
+    pub mult: i32,
+    /// `2^(shift-1)` (0 for shift 0).
+    pub round: i64,
+    pub shift: u32,
+    pub signed: bool,
+}
+
+impl ChanRequant<'_> {
+    /// The output byte of accumulator value `acc`.
+    #[inline(always)]
+    pub fn byte(&self, acc: i32) -> u8 {
+        let scaled = ashr(
+            i64::from(acc) * i64::from(self.mult) + self.round,
+            self.shift,
+        );
+        finish(self.r, scaled, self.signed)
+    }
+}
+
+/// The FUSED_RELU loop over a row of values of one channel.
 #[inline(always)]
-fn chan_row(r: &Requant, (m, rd, s): (i32, i64, u32), acc: &[i32], out: &mut [u8], signed: bool) {
+fn chan_row(k: &ChanRequant, acc: &[i32], out: &mut [u8]) {
     for (o, &a) in out.iter_mut().zip(acc) {
-        *o = finish(r, ashr(i64::from(a) * i64::from(m) + rd, s), signed);
+        *o = k.byte(a);
     }
 }
 
 /// [`chan_row`] compiled for AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn chan_row_avx2(
-    r: &Requant,
-    k: (i32, i64, u32),
-    acc: &[i32],
-    out: &mut [u8],
-    signed: bool,
-) {
-    chan_row(r, k, acc, out, signed)
+unsafe fn chan_row_avx2(k: &ChanRequant, acc: &[i32], out: &mut [u8]) {
+    chan_row(k, acc, out)
 }
 
 /// [`chan_row`] compiled for AVX-512.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl")]
-unsafe fn chan_row_avx512(
-    r: &Requant,
-    k: (i32, i64, u32),
-    acc: &[i32],
-    out: &mut [u8],
-    signed: bool,
-) {
-    chan_row(r, k, acc, out, signed)
+unsafe fn chan_row_avx512(k: &ChanRequant, acc: &[i32], out: &mut [u8]) {
+    chan_row(k, acc, out)
 }
 
 /// True if this CPU runs [`lanes_row_avx512`].
@@ -289,29 +301,43 @@ impl<'a> Post<'a> {
         }
     }
 
+    /// Tile channel `c`'s epilogue as constants, if the program is a lone FUSED_RELU
+    /// and every channel's shift is at most 62.
+    pub fn chan_requant(&self, c: usize) -> Option<ChanRequant<'a>> {
+        match (self.fused, &self.lanes) {
+            (Some(r), Some(l)) => Some(ChanRequant {
+                r,
+                mult: l.mult[c],
+                round: l.round[c],
+                shift: l.shift[c],
+                signed: self.out_signed,
+            }),
+            _ => None,
+        }
+    }
+
     /// `out[i] = apply(acc[i], c)` for a row of values of one channel `c`.
     pub fn apply_chan(&self, acc: &[i32], c: usize, out: &mut [u8]) {
-        match (self.fused, &self.lanes) {
-            (Some(r), Some(l)) => {
-                let k = (l.mult[c], l.round[c], l.shift[c]);
+        match self.chan_requant(c) {
+            Some(k) => {
                 #[cfg(target_arch = "x86_64")]
                 {
                     if has_avx512() {
                         // SAFETY: AVX-512 F/DQ/BW/VL are available (checked just
                         // above); the function body is safe Rust.
-                        unsafe { chan_row_avx512(r, k, acc, out, self.out_signed) };
+                        unsafe { chan_row_avx512(&k, acc, out) };
                         return;
                     }
                     if std::arch::is_x86_feature_detected!("avx2") {
                         // SAFETY: AVX2 is available (checked just above); the function
                         // body is safe Rust.
-                        unsafe { chan_row_avx2(r, k, acc, out, self.out_signed) };
+                        unsafe { chan_row_avx2(&k, acc, out) };
                         return;
                     }
                 }
-                chan_row(r, k, acc, out, self.out_signed)
+                chan_row(&k, acc, out)
             }
-            _ => {
+            None => {
                 for (o, &a) in out.iter_mut().zip(acc) {
                     *o = self.apply(a, c);
                 }

@@ -2,14 +2,15 @@
 //! pitched activation tensors (any layout). Every output value is computed from the inputs first, then the tile
 //! is stored (so an output may alias an input with the same layout).
 
-use super::combine::{combine_codes, RescaleTable};
+use super::combine::{combine_codes, Rescale, RescaleTable};
 use super::dot_geom::check_layout;
+use super::eltwise_plane::{PlaneKernel, PlaneOp};
 use super::postproc::{read_chan, Post};
 use super::tensor::{ActView, PixRange};
 use super::ExecStats;
 use crate::error::ExecError;
 use crate::memory::Memory;
-use nnac_isa::arith::{code_value, eltwise_combine, eltwise_rescale};
+use nnac_isa::arith::{code_value, eltwise_combine};
 use nnac_isa::{Eltwise, HwConfig, Scale};
 use rayon::prelude::*;
 
@@ -197,15 +198,9 @@ pub fn execute_eltwise(
     let b = ActView::new(e.b_addr, e.b_row_pitch, e.b_pix_pitch, e.b_chan_pitch);
     let chan = read_chan(sram, e.chan_addr, tile.cn, &e.simd)?;
     let post = Post::new(&e.simd, e.out_signed, &chan);
-    let (az, bz) = (i32::from(e.a_zero), i32::from(e.b_zero));
     // The rescaled value depends only on the code byte: tabulate it once.
-    let table = |signed: bool, zero: i32, mult: i32, shift: u32| -> RescaleTable {
-        std::array::from_fn(|b| eltwise_rescale(code_value(b as u8, signed), zero, mult, shift))
-    };
-    let (ta, tb) = (
-        table(e.a_signed, az, e.a_mult, e.a_shift),
-        table(e.b_signed, bz, e.b_mult, e.b_shift),
-    );
+    let [ra, rb] = Rescale::of(e);
+    let (ta, tb) = (ra.table(), rb.table());
     let out_view = ActView::new(
         e.out_addr,
         e.out_row_pitch,
@@ -214,7 +209,7 @@ pub fn execute_eltwise(
     );
     if planes_fit(&tile, [&a, &b, &out_view], sram) {
         return eltwise_planes(
-            e.op,
+            (e.op, (ra, rb)),
             hw,
             &tile,
             [&a, &b, &out_view],
@@ -274,6 +269,9 @@ fn planes_fit(tile: &Tile, views: [&ActView; 3], sram: &Memory) -> bool {
         })
 }
 
+/// How many channels ahead [`eltwise_planes`] asks for the input planes.
+const PREFETCH_AHEAD: usize = 4;
+
 /// ELTWISE plane by plane (see [`planes_fit`]): for each channel, the run of the
 /// tile's pixels of A and B, rescaled through the tables `ta` / `tb`, combined,
 /// wrapped and passed through the SIMD program with that channel's parameters. The
@@ -281,7 +279,7 @@ fn planes_fit(tile: &Tile, views: [&ActView; 3], sram: &Memory) -> bool {
 /// first the pixel-by-pixel order meets) are those of the pixel-by-pixel path; all
 /// values are computed before any is stored (an output may alias an input).
 fn eltwise_planes(
-    op: nnac_isa::EltOp,
+    (op, rescales): (nnac_isa::EltOp, (Rescale, Rescale)),
     hw: &HwConfig,
     tile: &Tile,
     [a, b, out]: [&ActView; 3],
@@ -294,6 +292,8 @@ fn eltwise_planes(
     const CHUNK: usize = 64;
     let mut all = vec![0u8; n * cn];
     let sram_ro: &Memory = sram;
+    // Where no combination can wrap, channels with a lone FUSED_RELU run fused.
+    let plane_op = PlaneOp::of(op, (ta, tb), rescales, hw.acc_bits);
     // One channel plane: its overflow count and least overflowing (pixel, channel).
     let plane_of =
         |(c, plane): (usize, &mut [u8])| -> Result<(u64, Option<(u64, u64)>), ExecError> {
@@ -302,6 +302,18 @@ fn eltwise_planes(
             let ch = tile.c0 + c as u64;
             let pa = sram_ro.slice(a.at(y0, x0, ch), n as u64)?;
             let pb = sram_ro.slice(b.at(y0, x0, ch), n as u64)?;
+            // The planes a few channels on, which are far apart in SRAM: their cache
+            // misses overlap this plane's work instead of each stalling its own.
+            if c + PREFETCH_AHEAD < cn {
+                let ahead = ch + PREFETCH_AHEAD as u64;
+                sram_ro.prefetch(a.at(y0, x0, ahead), n as u64);
+                sram_ro.prefetch(b.at(y0, x0, ahead), n as u64);
+            }
+            let fused = plane_op.and_then(|p| PlaneKernel::new(p, post.chan_requant(c)?));
+            if let Some(kernel) = fused {
+                kernel.run((ta, tb), pa, pb, plane);
+                return Ok((0, None));
+            }
             let runs = pa
                 .chunks(CHUNK)
                 .zip(pb.chunks(CHUNK))
