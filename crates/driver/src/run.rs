@@ -381,6 +381,13 @@ mod tests {
         let mapped = read_program(&file).unwrap();
         assert_eq!(mapped, p);
         assert_eq!(&*mapped.dram.bytes, &*p.dram.bytes);
+        // nnac's writers replace the file by a rename: the loaded program's mapping
+        // keeps the old bytes.
+        let mut q = p.clone();
+        q.dram.bytes = vec![9; 100].into();
+        crate::error::write_atomic(&file, &q.write().unwrap()).unwrap();
+        assert_eq!(mapped, p);
+        assert_eq!(read_program(&file).unwrap(), q);
         // Empty, truncated, missing: user errors naming the file.
         for (len, what) in [(0, "empty"), (bytes.len() - 1, "truncated")] {
             std::fs::write(&file, &bytes[..len]).unwrap();

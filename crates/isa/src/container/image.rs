@@ -13,8 +13,8 @@ use std::sync::Arc;
 /// mapped file, anything that stays readable while shared.
 pub type SharedBuffer = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
-/// The bytes of a DRAM image (`Deref`s to `[u8]`). Equal when their bytes are, where
-/// ever they are held.
+/// The bytes of a DRAM image (`Deref`s to `[u8]`). Equal when their bytes are,
+/// wherever they are held.
 #[derive(Clone)]
 pub struct ImageBytes {
     buffer: SharedBuffer,
