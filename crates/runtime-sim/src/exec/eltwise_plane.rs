@@ -49,12 +49,20 @@ impl Scaling {
     }
 }
 
+/// An input's rescale on the kernel: its codes' values less `zero`, scaled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct InputScaling {
+    signed: bool,
+    zero: i32,
+    scaling: Scaling,
+}
+
 /// What every channel of an ELTWISE instruction shares on the kernel: the combine,
 /// the inputs' rescales, and the range of the accumulator values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PlaneOp {
     op: EltOp,
-    inputs: [(Scaling, i32, bool); 2],
+    inputs: [InputScaling; 2],
     lo: i32,
     hi: i32,
 }
@@ -86,7 +94,11 @@ impl PlaneOp {
             } else {
                 1i64 << (r.shift - 1).min(62)
             };
-            Some((Scaling::new(r.mult, round, r.shift, 0)?, r.zero, r.signed))
+            Some(InputScaling {
+                signed: r.signed,
+                zero: r.zero,
+                scaling: Scaling::new(r.mult, round, r.shift, 0)?,
+            })
         };
         Some(PlaneOp {
             op,
@@ -239,9 +251,10 @@ mod avx2 {
     pub unsafe fn run(p: &PlaneKernel, a: &[u8], b: &[u8], out: &mut [u8]) -> usize {
         let full = out.len() / 8 * 8;
         let r = p.k.r;
-        let [(sa, za, signed_a), (sb, zb, signed_b)] = p.op.inputs;
-        let (la, lb, ly) = (Lanes::of(&sa), Lanes::of(&sb), Lanes::of(&p.scaling));
-        let (za, zb) = (_mm256_set1_epi32(za), _mm256_set1_epi32(zb));
+        let [ia, ib] = p.op.inputs;
+        let (la, lb) = (Lanes::of(&ia.scaling), Lanes::of(&ib.scaling));
+        let ly = Lanes::of(&p.scaling);
+        let (za, zb) = (_mm256_set1_epi32(ia.zero), _mm256_set1_epi32(ib.zero));
         let (sat_lo, sat_hi) = if p.k.signed { (-128, 127) } else { (0, 255) };
         let clamps = [
             _mm256_set1_epi32(i32::from(r.act_min)),
@@ -257,8 +270,8 @@ mod avx2 {
         );
         let halves = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
         for i in (0..full).step_by(8) {
-            let va = la.apply(values(a, i, signed_a, za));
-            let vb = lb.apply(values(b, i, signed_b, zb));
+            let va = la.apply(values(a, i, ia.signed, za));
+            let vb = lb.apply(values(b, i, ib.signed, zb));
             let acc = match p.op.op {
                 EltOp::Max => _mm256_max_epi32(va, vb),
                 _ => _mm256_add_epi32(va, vb),
