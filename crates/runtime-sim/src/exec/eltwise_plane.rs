@@ -272,6 +272,7 @@ mod avx2 {
         for i in (0..full).step_by(8) {
             let va = la.apply(values(a, i, ia.signed, za));
             let vb = lb.apply(values(b, i, ib.signed, zb));
+            // ADD or MAX: `PlaneOp::of` refuses MUL.
             let acc = match p.op.op {
                 EltOp::Max => _mm256_max_epi32(va, vb),
                 _ => _mm256_add_epi32(va, vb),
