@@ -274,7 +274,8 @@ const PREFETCH_AHEAD: usize = 4;
 
 /// ELTWISE plane by plane (see [`planes_fit`]): for each channel, the run of the
 /// tile's pixels of A and B, rescaled through the tables `ta` / `tb`, combined,
-/// wrapped and passed through the SIMD program with that channel's parameters. The
+/// wrapped and passed through the SIMD program with that channel's parameters (in one
+/// pass by [`PlaneKernel`] where its conditions hold, else in three). The
 /// values, the overflow count and the first overflow (the least (pixel, channel), the
 /// first the pixel-by-pixel order meets) are those of the pixel-by-pixel path; all
 /// values are computed before any is stored (an output may alias an input).
@@ -297,8 +298,6 @@ fn eltwise_planes(
     // One channel plane: its overflow count and least overflowing (pixel, channel).
     let plane_of =
         |(c, plane): (usize, &mut [u8])| -> Result<(u64, Option<(u64, u64)>), ExecError> {
-            let (mut exact, mut acc) = ([0i64; CHUNK], [0i32; CHUNK]);
-            let (mut overflows, mut first) = (0u64, None::<(u64, u64)>);
             let ch = tile.c0 + c as u64;
             let pa = sram_ro.slice(a.at(y0, x0, ch), n as u64)?;
             let pb = sram_ro.slice(b.at(y0, x0, ch), n as u64)?;
@@ -314,6 +313,8 @@ fn eltwise_planes(
                 kernel.run((ta, tb), pa, pb, plane);
                 return Ok((0, None));
             }
+            let (mut exact, mut acc) = ([0i64; CHUNK], [0i32; CHUNK]);
+            let (mut overflows, mut first) = (0u64, None::<(u64, u64)>);
             let runs = pa
                 .chunks(CHUNK)
                 .zip(pb.chunks(CHUNK))
