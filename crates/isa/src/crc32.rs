@@ -27,6 +27,37 @@ pub fn crc32(bytes: &[u8]) -> u32 {
     crc32fast::hash(bytes)
 }
 
+/// [`crc32`] of `bytes` computed in `pieces` parts on scoped threads (their states
+/// combined: the same value) while `beside` runs on this thread; returns both.
+pub fn crc32_beside<R>(bytes: &[u8], pieces: usize, beside: impl FnOnce() -> R) -> (u32, R) {
+    let len = bytes.len().div_ceil(pieces.max(1)).max(1);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = bytes
+            .chunks(len)
+            .map(|part| {
+                let hash = move || {
+                    let mut h = crc32fast::Hasher::new();
+                    h.update(part);
+                    h
+                };
+                (part, scope.spawn(hash))
+            })
+            .collect();
+        let r = beside();
+        let mut crc = crc32fast::Hasher::new();
+        for (part, t) in parts {
+            // Hashing a slice cannot panic; if a thread somehow did, hash here.
+            let h = t.join().unwrap_or_else(|_| {
+                let mut h = crc32fast::Hasher::new();
+                h.update(part);
+                h
+            });
+            crc.combine(&h);
+        }
+        (crc.finalize(), r)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -49,6 +80,21 @@ mod tests {
         let data: Vec<u8> = (0..1000u32).map(|i| (i * 7919 % 251) as u8).collect();
         for len in [0, 1, 7, 8, 9, 15, 16, 17, 100, 1000] {
             assert_eq!(super::crc32(&data[..len]), bytewise(&data[..len]), "{len}");
+        }
+    }
+
+    #[test]
+    fn crc_in_pieces_is_the_crc() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7919 % 251) as u8).collect();
+        for len in [0, 1, 2, 3, 999, 100_000] {
+            for pieces in [0, 1, 2, 3, 7] {
+                let (crc, r) = super::crc32_beside(&data[..len], pieces, || len * 2);
+                assert_eq!(
+                    (crc, r),
+                    (super::crc32(&data[..len]), len * 2),
+                    "{len} {pieces}"
+                );
+            }
         }
     }
 }

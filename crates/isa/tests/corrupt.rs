@@ -159,3 +159,35 @@ fn bad_instruction_in_container_names_file_offset() {
     assert_eq!(e.offset, Some(code_at));
     assert!(e.to_string().contains("unknown opcode 0x7e"), "{e}");
 }
+
+#[test]
+fn large_containers_check_the_checksum_beside_the_parse() {
+    // A DRAM image of 2 MB puts the container past the size from which its checksum
+    // is computed on a second thread while the sections are parsed.
+    let mut p = Program::new(HwConfig::fsd());
+    p.dram.bytes = (0..2usize << 20)
+        .map(|i| (i * 7 % 251) as u8)
+        .collect::<Vec<u8>>()
+        .into();
+    let good = p.write().unwrap();
+    assert!(good.len() > 2 << 20);
+    assert_eq!(Program::read(&good).unwrap(), p);
+    assert_eq!(Program::read_owned(good.clone()).unwrap(), p);
+    let code_at = 16 + 4 * 24;
+    // A bad opcode with the stored checksum left as it was: the checksum error, not
+    // the parse error, as when the checksum was checked first.
+    let mut b = good.clone();
+    b[code_at] = 0x7E;
+    let e = Program::read(&b).unwrap_err().to_string();
+    assert!(e.contains("checksum mismatch"), "{e}");
+    // The same with the checksum fixed: the parse error, naming the byte.
+    fix_crc(&mut b);
+    let e = Program::read(&b).unwrap_err();
+    assert_eq!(e.offset, Some(code_at));
+    assert!(e.to_string().contains("unknown opcode 0x7e"), "{e}");
+    // A flipped byte in the image: only the checksum can tell.
+    let mut c = good.clone();
+    c[good.len() / 2] ^= 1;
+    let e = Program::read(&c).unwrap_err().to_string();
+    assert!(e.contains("checksum mismatch"), "{e}");
+}

@@ -1,14 +1,19 @@
 //! The integer dot-product kernel of CONV / DECONV / INNER_PRODUCT:
 //! `out[r][j] = sum_kk a[r][kk] * w(kk, c0 + j)` over i16 patch rows of length `kpad`
-//! (a multiple of [`K_ALIGN`], zero-padded) and weights held as interleaved term pairs
-//! ([`PairWeights`]), with i32 accumulation. The caller guarantees the exact sums fit
+//! (a multiple of [`K_ALIGN`], zero-padded) and weight codes held as interleaved term
+//! pairs ([`PairWeights`]), with i32 accumulation. The caller guarantees the exact sums fit
 //! in i32 (see [`fits_i32`]); [`dot_exact`] is the i64 path otherwise.
 //!
-//! On x86-64 with AVX2 the kernel broadcasts a pair of patch terms of one pixel and
+//! On x86-64 with AVX2 the kernel widens the code pairs of 16 channels to i16
+//! (`vpmovsxbw` / `vpmovzxbw`), broadcasts a pair of patch terms of one pixel and
 //! multiplies it with the term pairs of 8 channels at once (`vpmaddwd`), for blocks of
 //! 6 pixels x 16 channels (12 accumulator registers), in passes of at most 384 term
 //! pairs so a pass's weights and patch rows stay in the L1 cache; elsewhere a portable
-//! loop does the same arithmetic.
+//! loop does the same arithmetic. The weights stay codes (two bytes per pair and
+//! channel, not two i16) because the tiles with few pixels (a 7 x 7 plane's 49 on two
+//! threads) are bound by streaming their weights from memory.
+
+use super::lines::LineWords;
 
 /// Row lengths are padded to a multiple of this.
 pub const K_ALIGN: usize = 16;
@@ -27,40 +32,49 @@ pub fn fits_i32(k: u64, max_a: u64, max_b: u64) -> bool {
     k.saturating_mul(max_a * max_b) <= i32::MAX as u64
 }
 
-/// The weights of a tile as interleaved term pairs: `data[(kk / 2) * ld + c]` holds
-/// the i16 weights of channel `c` for terms `kk & !1` (low half) and `kk | 1` (high
-/// half), the layout `vpmaddwd` multiplies with a broadcast pair of patch terms.
-/// Terms past K and channels past the tile are 0; `ld` leaves room for a whole
-/// [`COLS_BLOCK`] after every channel.
+/// The weight codes of a tile as interleaved term pairs: `data[(kk / 2) * ld + c]`
+/// holds the codes of channel `c` for terms `kk & !1` (low byte) and `kk | 1` (high
+/// byte); widened to i16 (as int8 if `signed`, else as uint8) a run of them is the
+/// layout `vpmaddwd` multiplies with a broadcast pair of patch terms. Terms past K
+/// and channels past the tile are 0; `ld` leaves room for a whole [`COLS_BLOCK`]
+/// after every channel and is a multiple of 16, so a block of 16 channels from a
+/// multiple of 16 (32 bytes) never spans two cache lines ([`LineWords`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PairWeights {
-    pub data: Vec<u32>,
+    pub data: LineWords<u16>,
     pub ld: usize,
     pub kpad: usize,
+    /// The codes are int8 (else uint8).
+    pub signed: bool,
 }
 
-/// Packs the weights of two consecutive terms into one pair word.
+/// Packs the weight codes of two consecutive terms into one pair.
 #[inline]
-pub fn pack_pair(lo: i16, hi: i16) -> u32 {
-    u32::from(lo as u16) | (u32::from(hi as u16) << 16)
+pub fn pack_pair(lo: u8, hi: u8) -> u16 {
+    u16::from(lo) | (u16::from(hi) << 8)
 }
 
 impl PairWeights {
     /// Zero weights for `channels` channels and `kpad` terms.
-    pub fn zeroed(channels: usize, kpad: usize) -> PairWeights {
+    pub fn zeroed(channels: usize, kpad: usize, signed: bool) -> PairWeights {
         debug_assert!(kpad.is_multiple_of(2));
-        let ld = channels.div_ceil(8) * 8 + COLS_BLOCK;
+        let ld = channels.div_ceil(COLS_BLOCK) * COLS_BLOCK + COLS_BLOCK;
         PairWeights {
-            data: vec![0; kpad / 2 * ld],
+            data: LineWords::zeroed(kpad / 2 * ld),
             ld,
             kpad,
+            signed,
         }
     }
 
     /// The weight of channel `c` for term `kk`.
     pub fn at(&self, kk: usize, c: usize) -> i16 {
-        let pair = self.data[(kk / 2) * self.ld + c];
-        (pair >> (16 * (kk % 2))) as u16 as i16
+        let code = (self.data[(kk / 2) * self.ld + c] >> (8 * (kk % 2))) as u8;
+        if self.signed {
+            i16::from(code as i8)
+        } else {
+            i16::from(code)
+        }
     }
 }
 
@@ -92,7 +106,13 @@ pub fn gemm(
             // SAFETY: AVX2 is available (checked just above); the asserts above bound
             // every read (rows * kpad patch values; a whole COLS_BLOCK of pairs from
             // any channel below c0 + cols) and write (rows of cols values at ldo).
-            unsafe { avx2::gemm(a, rows, w, c0, cols, out, ldo) };
+            unsafe {
+                if w.signed {
+                    avx2::gemm::<true>(a, rows, w, c0, cols, out, ldo)
+                } else {
+                    avx2::gemm::<false>(a, rows, w, c0, cols, out, ldo)
+                }
+            };
             return;
         }
     }
@@ -138,25 +158,78 @@ mod avx2 {
     use super::{PairWeights, COLS_BLOCK};
     use std::arch::x86_64::*;
 
-    /// Term pairs per pass: a pass's weights (16 channels) and patch rows stay in the
-    /// L1 cache while every pixel block of the tile runs over them.
+    /// Term pairs per pass: a pass's widened weights (16 channels, 24 KiB) and patch
+    /// rows stay in the L1 cache while every pixel block of the tile runs over them.
     const PAIRS_PER_PASS: usize = 384;
 
-    /// `R` pixels x 16 channels over `pairs` term pairs, added to `acc`: per term
-    /// pair, the pixel's two terms are broadcast and multiplied with the 8-channel
-    /// pair vectors.
+    /// One pass's weights of a 16-channel block widened to i16 pairs: entry
+    /// `2 * k2 + h` holds the pairs of channels `8h .. 8h + 8` for term pair `k2`.
+    /// Entries from `2 * pairs` on are left as they were (uninitialised at first: a
+    /// short pass, a 1 x 1 convolution's, would otherwise pay for clearing 24 KiB).
+    struct Widened {
+        v: [std::mem::MaybeUninit<__m256i>; 2 * PAIRS_PER_PASS],
+        pairs: usize,
+    }
+
+    impl Widened {
+        fn new() -> Widened {
+            Widened {
+                v: [std::mem::MaybeUninit::uninit(); 2 * PAIRS_PER_PASS],
+                pairs: 0,
+            }
+        }
+
+        /// Widens term pairs `k0 .. k0 + pairs` of the 16 channels from `c` (their
+        /// codes as int8 if `SIGNED`, else uint8).
+        #[target_feature(enable = "avx2")]
+        unsafe fn fill<const SIGNED: bool>(
+            &mut self,
+            w: &PairWeights,
+            c: usize,
+            (k0, pairs): (usize, usize),
+        ) {
+            assert!(pairs <= PAIRS_PER_PASS);
+            let base = w.data.as_ptr().add(k0 * w.ld + c);
+            for k2 in 0..pairs {
+                let p = base.add(k2 * w.ld);
+                for h in 0..2 {
+                    let codes = _mm_loadu_si128(p.add(8 * h) as *const __m128i);
+                    self.v[2 * k2 + h].write(if SIGNED {
+                        _mm256_cvtepi8_epi16(codes)
+                    } else {
+                        _mm256_cvtepu8_epi16(codes)
+                    });
+                }
+            }
+            self.pairs = pairs;
+        }
+
+        /// The widened pairs of term pair `k2 < pairs` (channels 0..8, 8..16).
+        #[inline(always)]
+        fn pair(&self, k2: usize) -> (__m256i, __m256i) {
+            assert!(k2 < self.pairs);
+            // SAFETY: `fill` wrote entries `0 .. 2 * self.pairs`.
+            unsafe {
+                (
+                    self.v[2 * k2].assume_init(),
+                    self.v[2 * k2 + 1].assume_init(),
+                )
+            }
+        }
+    }
+
+    /// `R` pixels x 16 channels over the widened term pairs of `w`, added to
+    /// `acc`: per term pair, the pixel's two terms are broadcast and multiplied with
+    /// the 8-channel pair vectors.
     #[target_feature(enable = "avx2")]
     unsafe fn block<const R: usize>(
         mut acc: [[__m256i; 2]; R],
         a: *const i16,
         kpad: usize,
-        (w, ld): (*const u32, usize),
-        pairs: usize,
+        w: &Widened,
     ) -> [[__m256i; 2]; R] {
-        for k2 in 0..pairs {
-            let wp = w.add(k2 * ld);
-            let w0 = _mm256_loadu_si256(wp as *const __m256i);
-            let w1 = _mm256_loadu_si256(wp.add(8) as *const __m256i);
+        for k2 in 0..w.pairs {
+            let (w0, w1) = w.pair(k2);
             for (r, acc) in acc.iter_mut().enumerate() {
                 let pair = (a.add(r * kpad + 2 * k2) as *const i32).read_unaligned();
                 let x = _mm256_set1_epi32(pair);
@@ -216,35 +289,24 @@ mod avx2 {
         }
     }
 
-    /// `R` rows from `r` of one pass (term pairs `k0..k0 + pairs`) of one channel
-    /// block `cb`.
+    /// `R` rows from `r` of one pass (`k0`: its first term pair) of one channel
+    /// block (`n` channels from `cb`) on the pass's widened weights.
     #[target_feature(enable = "avx2")]
-    #[allow(clippy::too_many_arguments)]
     unsafe fn rows<const R: usize>(
-        a: &[i16],
+        (a, kpad): (&[i16], usize),
         r: usize,
-        w: &PairWeights,
-        (c, n): (usize, usize),
-        (k0, pairs): (usize, usize),
+        (w, k0): (&Widened, usize),
         out: &mut [i32],
-        (cb, ldo): (usize, usize),
+        (cb, n, ldo): (usize, usize, usize),
     ) {
-        let kpad = w.kpad;
         let at = (r * ldo + cb, ldo, n);
         let acc = load::<R>(out, at, k0 == 0);
-        let wp = w.data.as_ptr().add(k0 * w.ld + c);
-        let acc = block::<R>(
-            acc,
-            a.as_ptr().add(r * kpad + 2 * k0),
-            kpad,
-            (wp, w.ld),
-            pairs,
-        );
+        let acc = block::<R>(acc, a.as_ptr().add(r * kpad + 2 * k0), kpad, w);
         store(&acc, out, at);
     }
 
     #[target_feature(enable = "avx2")]
-    pub unsafe fn gemm(
+    pub unsafe fn gemm<const SIGNED: bool>(
         a: &[i16],
         rows_n: usize,
         w: &PairWeights,
@@ -254,10 +316,15 @@ mod avx2 {
         ldo: usize,
     ) {
         let total = w.kpad / 2;
+        let patch = (a, w.kpad);
+        let mut buf = Widened::new();
         for k0 in (0..total).step_by(PAIRS_PER_PASS) {
-            let pass = (k0, PAIRS_PER_PASS.min(total - k0));
+            let pairs = PAIRS_PER_PASS.min(total - k0);
             for cb in (0..cols).step_by(COLS_BLOCK) {
-                let ch = (c0 + cb, COLS_BLOCK.min(cols - cb));
+                let n = COLS_BLOCK.min(cols - cb);
+                buf.fill::<SIGNED>(w, c0 + cb, (k0, pairs));
+                let pass = (&buf, k0);
+                let chans = (cb, n, ldo);
                 // Near-equal blocks of at most 6 rows (8 = 4 + 4, 25 = 5 x 5): a
                 // block of one or two rows is bound by its weight loads (8 rows as
                 // 6 + 1 + 1 ran at 43 GMAC/s, as 4 + 4 at 57).
@@ -266,12 +333,12 @@ mod avx2 {
                 for b in 0..blocks {
                     let n = rows_n / blocks + usize::from(b < rows_n % blocks);
                     match n {
-                        1 => rows::<1>(a, r, w, ch, pass, out, (cb, ldo)),
-                        2 => rows::<2>(a, r, w, ch, pass, out, (cb, ldo)),
-                        3 => rows::<3>(a, r, w, ch, pass, out, (cb, ldo)),
-                        4 => rows::<4>(a, r, w, ch, pass, out, (cb, ldo)),
-                        5 => rows::<5>(a, r, w, ch, pass, out, (cb, ldo)),
-                        _ => rows::<6>(a, r, w, ch, pass, out, (cb, ldo)),
+                        1 => rows::<1>(patch, r, pass, out, chans),
+                        2 => rows::<2>(patch, r, pass, out, chans),
+                        3 => rows::<3>(patch, r, pass, out, chans),
+                        4 => rows::<4>(patch, r, pass, out, chans),
+                        5 => rows::<5>(patch, r, pass, out, chans),
+                        _ => rows::<6>(patch, r, pass, out, chans),
                     }
                     r += n;
                 }
@@ -293,6 +360,57 @@ mod tests {
             .collect()
     }
 
+    /// Weight codes of `channels` channels for `kpad` terms (`codes[kk * channels + c]`)
+    /// as pairs.
+    fn pairs(codes: &[u8], channels: usize, kpad: usize, signed: bool) -> PairWeights {
+        let mut w = PairWeights::zeroed(channels, kpad, signed);
+        for k2 in 0..kpad / 2 {
+            for c in 0..channels {
+                let (lo, hi) = (
+                    codes[2 * k2 * channels + c],
+                    codes[(2 * k2 + 1) * channels + c],
+                );
+                w.data[k2 * w.ld + c] = pack_pair(lo, hi);
+            }
+        }
+        w
+    }
+
+    /// The kernels against sums of products written out here: rows of patch values
+    /// `a` times the values of the codes (int8 or uint8).
+    fn check(a: &[i16], rows: usize, codes: &[u8], shape: (usize, usize), chans: (usize, usize)) {
+        let ((channels, kpad), (c0, cols)) = (shape, chans);
+        for signed in [true, false] {
+            let value = |b: u8| {
+                if signed {
+                    i64::from(b as i8)
+                } else {
+                    i64::from(b)
+                }
+            };
+            let w = pairs(codes, channels, kpad, signed);
+            let mut want = vec![0i32; rows * cols];
+            for r in 0..rows {
+                for j in 0..cols {
+                    let sum: i64 = (0..kpad)
+                        .map(|kk| {
+                            i64::from(a[r * kpad + kk]) * value(codes[kk * channels + c0 + j])
+                        })
+                        .sum();
+                    want[r * cols + j] = sum.try_into().expect("exact sums fit i32");
+                    let row = &a[r * kpad..(r + 1) * kpad];
+                    assert_eq!(dot_exact(row, &w, c0 + j), sum);
+                }
+            }
+            let mut got = vec![0i32; rows * cols];
+            gemm(a, rows, &w, c0, cols, &mut got, cols);
+            assert_eq!(got, want, "{rows}x{cols} kpad={kpad} signed={signed}");
+            let mut port = vec![0i32; rows * cols];
+            portable_gemm(a, rows, &w, c0, cols, &mut port, cols);
+            assert_eq!(port, want);
+        }
+    }
+
     #[test]
     fn kernels_agree_with_the_definition() {
         let mut seed = 7u32;
@@ -309,32 +427,24 @@ mod tests {
         ] {
             let kpad = padded_len(k);
             let a = random(rows * kpad, &mut seed);
-            let mut w = PairWeights::zeroed(channels, kpad);
-            let vals = random(kpad * channels, &mut seed);
-            for k2 in 0..kpad / 2 {
-                for c in 0..channels {
-                    let (lo, hi) = (
-                        vals[2 * k2 * channels + c],
-                        vals[(2 * k2 + 1) * channels + c],
-                    );
-                    w.data[k2 * w.ld + c] = pack_pair(lo, hi);
-                    assert_eq!((w.at(2 * k2, c), w.at(2 * k2 + 1, c)), (lo, hi));
-                }
-            }
-            let mut want = vec![0i32; rows * cols];
-            for r in 0..rows {
-                for j in 0..cols {
-                    want[r * cols + j] = dot_exact(&a[r * kpad..(r + 1) * kpad], &w, c0 + j)
-                        .try_into()
-                        .expect("small values");
-                }
-            }
-            let mut got = vec![0i32; rows * cols];
-            gemm(&a, rows, &w, c0, cols, &mut got, cols);
-            assert_eq!(got, want, "{rows}x{cols} k={k}");
-            let mut port = vec![0i32; rows * cols];
-            portable_gemm(&a, rows, &w, c0, cols, &mut port, cols);
-            assert_eq!(port, want);
+            let codes: Vec<u8> = random(kpad * channels, &mut seed)
+                .iter()
+                .map(|&v| v as u8)
+                .collect();
+            check(&a, rows, &codes, (channels, kpad), (c0, cols));
+        }
+    }
+
+    #[test]
+    fn kernels_are_exact_at_the_i32_bound() {
+        // The largest sums `fits_i32` admits: every product 255 x 255 (uint8 codes)
+        // or -128 x -128 (int8), and the most negative, 255 x -128.
+        let (rows, channels, kpad) = (3, 16, 33_008);
+        assert!(fits_i32(kpad as u64, 255, 255));
+        for (x, code) in [(255i16, 0xffu8), (-128, 0x80), (255, 0x80)] {
+            let a = vec![x; rows * kpad];
+            let codes = vec![code; kpad * channels];
+            check(&a, rows, &codes, (channels, kpad), (0, channels));
         }
     }
 

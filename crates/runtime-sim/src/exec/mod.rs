@@ -8,6 +8,7 @@ pub mod dot_geom;
 pub mod eltwise_plane;
 pub mod gather;
 pub mod gemm;
+pub mod lines;
 pub mod patch_cache;
 pub mod pool;
 pub mod postproc;

@@ -17,6 +17,7 @@
 //! definition the tests hold the VNNI kernel to).
 
 use super::dot_geom::DotGeom;
+use super::lines::LineWords;
 use super::weights::weight_runs;
 
 /// Channels one kernel block computes (three 16-lane registers).
@@ -57,7 +58,8 @@ pub fn patch_byte(code: u8, signed: bool) -> u8 {
 /// The signed int8 weights of a tile as quads of terms (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QuadWeights {
-    pub data: Vec<u32>,
+    /// Rows of `ld` words (a multiple of 16: each row starts a cache line).
+    pub data: LineWords<u32>,
     pub ld: usize,
     pub kpad: usize,
     /// `128 * sum_kk w(kk, c)` per tile channel: the bias a signed patch takes out.
@@ -70,7 +72,7 @@ impl QuadWeights {
         debug_assert!(kpad.is_multiple_of(K_ALIGN));
         let ld = (channels + 15).div_ceil(16) * 16;
         QuadWeights {
-            data: vec![0; kpad / 4 * ld],
+            data: LineWords::zeroed(kpad / 4 * ld),
             ld,
             kpad,
             colsum: vec![0; channels],

@@ -161,7 +161,7 @@ mod tests {
     }
 
     fn weights() -> Result<TileWeights, ()> {
-        Ok(TileWeights::Pair(PairWeights::zeroed(8, 8)))
+        Ok(TileWeights::Pair(PairWeights::zeroed(8, 8, true)))
     }
 
     #[test]

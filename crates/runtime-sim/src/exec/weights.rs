@@ -65,7 +65,7 @@ pub fn weight_runs(g: &DotGeom) -> Vec<WeightRun> {
 /// The tile's weights as interleaved term pairs ([`PairWeights`]) in the patch term
 /// order `kk = (ky * kernel_w + kx) * icpg + ic`. Every term's weights of a run of
 /// channels in one weight group are one contiguous byte vector in SRAM; two such
-/// vectors (terms `2*k2`, `2*k2 + 1`) are widened and packed into one pair row.
+/// vectors (terms `2*k2`, `2*k2 + 1`) are interleaved into one pair row.
 pub fn pair_weights(g: &DotGeom, bytes: &[u8], signed: bool, kpad: usize) -> PairWeights {
     let k = g.k_terms() as usize;
     let (icpg, taps) = (g.icpg as usize, (g.kh * g.kw) as usize);
@@ -73,15 +73,15 @@ pub fn pair_weights(g: &DotGeom, bytes: &[u8], signed: bool, kpad: usize) -> Pai
     // SRAM term (ic-major) of patch term kk; terms past K read as zero.
     let sram_term = |kk: usize| (kk < k).then(|| (kk % icpg) * taps + kk / icpg);
     let zeros = vec![0u8; g.oc_count as usize];
-    let mut w = PairWeights::zeroed(g.oc_count as usize, kpad);
-    let fill = |(k2, row): (usize, &mut [u32])| {
+    let mut w = PairWeights::zeroed(g.oc_count as usize, kpad, signed);
+    let fill = |(k2, row): (usize, &mut [u16])| {
         for r in &runs {
             let vec_of = |t: Option<usize>| match t {
                 Some(t) => &bytes[r.off + t * r.cols..r.off + t * r.cols + r.n],
                 None => &zeros[..r.n],
             };
             let (lo, hi) = (vec_of(sram_term(2 * k2)), vec_of(sram_term(2 * k2 + 1)));
-            pack_row(&mut row[r.c0..r.c0 + r.n], lo, hi, signed);
+            pack_row(&mut row[r.c0..r.c0 + r.n], lo, hi);
         }
     };
     let (ld, pairs) = (w.ld, k.div_ceil(2));
@@ -102,32 +102,11 @@ pub fn pair_weights(g: &DotGeom, bytes: &[u8], signed: bool, kpad: usize) -> Pai
 /// Weights (terms x channels) from which a tile's conversion runs in parallel.
 const PAR_MIN_WEIGHTS: u64 = 1 << 15;
 
-/// `dst[j] = pack_pair(code(lo[j]), code(hi[j]))` (a loop the compiler vectorises).
-fn pack_row(dst: &mut [u32], lo: &[u8], hi: &[u8], signed: bool) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: AVX2 is available (checked just above); the body is safe Rust.
-            unsafe { pack_row_avx2(dst, lo, hi, signed) };
-            return;
-        }
-    }
-    pack_row_plain(dst, lo, hi, signed)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn pack_row_avx2(dst: &mut [u32], lo: &[u8], hi: &[u8], signed: bool) {
-    pack_row_plain(dst, lo, hi, signed)
-}
-
-#[inline(always)]
-fn pack_row_plain(dst: &mut [u32], lo: &[u8], hi: &[u8], signed: bool) {
-    let pairs = dst.iter_mut().zip(lo.iter().zip(hi));
-    if signed {
-        pairs.for_each(|(d, (&a, &b))| *d = pack_pair(i16::from(a as i8), i16::from(b as i8)));
-    } else {
-        pairs.for_each(|(d, (&a, &b))| *d = pack_pair(i16::from(a), i16::from(b)));
+/// `dst[j] = pack_pair(lo[j], hi[j])`: the codes of two terms interleaved (a loop the
+/// compiler vectorises).
+fn pack_row(dst: &mut [u16], lo: &[u8], hi: &[u8]) {
+    for (d, (&a, &b)) in dst.iter_mut().zip(lo.iter().zip(hi)) {
+        *d = pack_pair(a, b);
     }
 }
 
