@@ -21,12 +21,13 @@
 use super::depthwise;
 use super::dot_geom::{DotGeom, DotKind};
 use super::gather::gather_bytes;
-use super::gemm::{dot_exact, fits_i32, gemm, padded_len, PairWeights};
+use super::gemm::{dot_exact, fits_i32, gemm, padded_len, PairWeights, Weights};
 use super::patch_cache::{BlockPatch, GatherKey, PatchCache, PatchForm};
 use super::postproc::{ChannelTable, Post};
 use super::quad::{self, QuadWeights};
 use super::weight_cache::{WeightCache, WeightKey};
 use super::weights::pair_weights;
+use super::weights::CodeLayout;
 use super::ExecStats;
 use crate::error::ExecError;
 use crate::memory::Memory;
@@ -69,9 +70,14 @@ fn group_channels(g: &DotGeom, group: u64) -> std::ops::Range<usize> {
 pub enum TileWeights {
     /// Byte patches on the VNNI kernel (signed weights, exact sums within i32).
     Quad(QuadWeights),
-    /// i16 patches on the pair kernel (exact sums within i32).
+    /// i16 patches on the pair kernel reading the codes where they lie in SRAM (exact
+    /// sums within i32; an instruction executed once).
+    Codes(CodeLayout),
+    /// i16 patches on the pair kernel (exact sums within i32; an instruction kept
+    /// across frames).
     Pair(PairWeights),
-    /// i16 patches, exact i64 sums.
+    /// Depthwise convolutions (their own loop), or i16 patches whose exact sums need
+    /// i64.
     Exact(PairWeights),
 }
 
@@ -84,11 +90,17 @@ pub struct DotPrep {
     /// ([`WeightCache`]).
     pub weights: Arc<TileWeights>,
     pub table: ChannelTable,
+    /// The instruction's weight range in SRAM (where the pair kernel reads the
+    /// codes of [`TileWeights::Codes`]).
+    pub w_addr: u64,
+    pub w_len: u64,
 }
 
-/// The tile's weights (`bytes`, the instruction's weight range in SRAM) converted for
-/// the kernel that multiplies them.
-fn convert_weights(g: &DotGeom, d: &DotProduct, bytes: &[u8]) -> TileWeights {
+/// The tile's weights (`bytes`, the instruction's weight range in SRAM) in the form
+/// the kernel that multiplies them takes; the pair kernel's converted only if the
+/// instruction is `kept` across frames (converting once is then cheaper than reading
+/// the codes in place every frame; for one execution it costs more, and memory).
+fn convert_weights(g: &DotGeom, d: &DotProduct, bytes: &[u8], kept: bool) -> TileWeights {
     let k = g.k_terms() as usize;
     let exact_i32 = fits_i32(k as u64, max_code(d.in_signed), max_code(d.w_signed));
     // The byte kernel computes at least 16 channels of a group at a time: narrow
@@ -96,41 +108,42 @@ fn convert_weights(g: &DotGeom, d: &DotProduct, bytes: &[u8]) -> TileWeights {
     // and per-pixel gather.
     if exact_i32 && d.w_signed && g.ocpg >= 8 && quad::available() {
         TileWeights::Quad(quad::quad_weights(g, bytes, quad::padded_len(k)))
+    } else if !exact_i32 || depthwise::is_depthwise(g) {
+        TileWeights::Exact(pair_weights(g, bytes, d.w_signed, padded_len(k)))
+    } else if kept {
+        TileWeights::Pair(pair_weights(g, bytes, d.w_signed, padded_len(k)))
     } else {
-        let wt = pair_weights(g, bytes, d.w_signed, padded_len(k));
-        if exact_i32 {
-            TileWeights::Pair(wt)
-        } else {
-            TileWeights::Exact(wt)
-        }
+        TileWeights::Codes(CodeLayout::of(g, d.w_signed, padded_len(k)))
     }
 }
 
 impl DotPrep {
     /// Checks the instruction and reads its parameters from SRAM; the conversion of its
-    /// weights is taken from `weights` if another instruction made it from the same
-    /// bytes (and nothing has written them since, which the caller reports), and is
-    /// left there.
+    /// weights (for a prep `kept` across frames, or for one execution) is taken from
+    /// `weights` if another instruction made it from the same bytes (and nothing has
+    /// written them since, which the caller reports), and is left there.
     pub fn new(
         d: &DotProduct,
         kind: DotKind,
         hw: &HwConfig,
         sram: &Memory,
-        weights: &mut WeightCache,
+        (weights, kept): (&mut WeightCache, bool),
     ) -> Result<DotPrep, ExecError> {
         let g = DotGeom::new(d, kind, hw)?;
         let w_len = nnac_isa::hazard::geometry::weight_bytes(d, hw.mac_cols);
         let w_addr = u64::from(d.w_addr);
-        let key = WeightKey::of(&g, d.w_addr, d.in_signed, d.w_signed);
+        let key = WeightKey::of(&g, d.w_addr, (d.in_signed, d.w_signed), kept);
         let range = (w_addr, w_addr.saturating_add(w_len));
         let weights = weights.get_or_convert(key, range, || -> Result<_, ExecError> {
-            Ok(convert_weights(&g, d, sram.slice(w_addr, w_len)?))
+            Ok(convert_weights(&g, d, sram.slice(w_addr, w_len)?, kept))
         })?;
         let table = ChannelTable::read(sram, d, d.param_entries().into(), &d.simd)?;
         Ok(DotPrep {
             geom: g,
             weights,
             table,
+            w_addr,
+            w_len,
         })
     }
 }
@@ -197,6 +210,31 @@ struct CachedPatch<'c> {
     hit: bool,
 }
 
+/// The i16 patch of `pixels` for `group` with rows of `kpad` terms: the cache
+/// slot's if it holds it (`hit`), else the codes through the byte gather
+/// (transposed groups of eight pixels) widened to their values in one contiguous
+/// pass, into the slot or the scratch words.
+fn word_patch<'s>(
+    g: &DotGeom,
+    d: &DotProduct,
+    sram: &Memory,
+    (pixels, group, kpad): (std::ops::Range<u64>, u64, usize),
+    cached: Option<&'s mut CachedPatch<'_>>,
+    (bytes, words): (&mut Vec<u8>, &'s mut Vec<i16>),
+) -> Result<&'s [i16], ExecError> {
+    let n = (pixels.end - pixels.start) as usize;
+    let words = match cached {
+        Some(c) if c.hit => return Ok(&c.slot.words[..n * kpad]),
+        Some(c) => &mut c.slot.words,
+        None => words,
+    };
+    let codes = sized(bytes, n * kpad);
+    gather_bytes(g, sram, pixels, group, kpad, d.in_zero as u8, 0, codes)?;
+    let patch = sized(words, n * kpad);
+    widen(patch, codes, d.in_signed);
+    Ok(patch)
+}
+
 /// The exact dot products of one block (`pixels`, every tile channel). With `cached`
 /// (a tile of one group, see [`patch_key`]) the block's patch is the slot's, or is
 /// gathered into it.
@@ -217,7 +255,7 @@ fn block_dots<'s>(
     );
     let signed = d.in_signed;
     match &*p.weights {
-        TileWeights::Pair(wt) | TileWeights::Exact(wt) if depthwise::is_depthwise(g) => {
+        TileWeights::Exact(wt) if depthwise::is_depthwise(g) => {
             let acc = sized(&mut s.acc, n * oc_count);
             acc.fill(0);
             depthwise::block(g, d, sram, wt, pixels, acc)?;
@@ -255,54 +293,68 @@ fn block_dots<'s>(
             let unbias = signed.then_some(&wt.colsum[..]);
             Ok(Sums::Narrow { dots, unbias })
         }
-        TileWeights::Pair(wt) | TileWeights::Exact(wt) => {
-            let exact = matches!(*p.weights, TileWeights::Exact(_));
-            let dots = sized(&mut s.dots, n * oc_count);
-            let acc = sized(&mut s.acc, if exact { n * oc_count } else { 0 });
-            for group in gfirst..=glast {
-                let cs = group_channels(g, group);
-                // The codes through the byte gather (transposed groups of eight
-                // pixels), then widened to their values in one contiguous pass.
-                let patch: &[i16] = match cached.as_mut() {
-                    Some(c) if c.hit => &c.slot.words[..n * wt.kpad],
-                    c => {
-                        let bytes = sized(&mut s.bytes, n * wt.kpad);
-                        let pad = d.in_zero as u8;
-                        gather_bytes(g, sram, pixels.clone(), group, wt.kpad, pad, 0, bytes)?;
-                        let words = match c {
-                            Some(c) => &mut c.slot.words,
-                            None => &mut s.words,
-                        };
-                        let patch = sized(words, n * wt.kpad);
-                        widen(patch, bytes, signed);
-                        patch
+        TileWeights::Codes(l) => {
+            let w = Weights::Codes(l, sram.slice(p.w_addr, p.w_len)?);
+            pair_sums(p, d, sram, (pixels, s, cached), Ok(w))
+        }
+        TileWeights::Pair(wt) => pair_sums(p, d, sram, (pixels, s, cached), Ok(Weights::Pairs(wt))),
+        TileWeights::Exact(wt) => pair_sums(p, d, sram, (pixels, s, cached), Err(wt)),
+    }
+}
+
+/// The exact dot products of one block on i16 patches: by the pair kernel (`Ok`,
+/// sums within i32) or the exact i64 loop on converted weights (`Err`).
+fn pair_sums<'s>(
+    p: &DotPrep,
+    d: &DotProduct,
+    sram: &Memory,
+    (pixels, s, mut cached): (
+        std::ops::Range<u64>,
+        &'s mut Scratch,
+        Option<CachedPatch<'_>>,
+    ),
+    kernel: Result<Weights<'_>, &PairWeights>,
+) -> Result<Sums<'s>, ExecError> {
+    let g = &p.geom;
+    let n = (pixels.end - pixels.start) as usize;
+    let oc_count = g.oc_count as usize;
+    let kpad = match kernel {
+        Ok(w) => w.kpad(),
+        Err(wt) => wt.kpad,
+    };
+    let wide = if kernel.is_err() { n * oc_count } else { 0 };
+    let dots = sized(&mut s.dots, n * oc_count - wide);
+    let acc = sized(&mut s.acc, wide);
+    let groups = g.group_of(g.oc_start)..=g.group_of(g.oc_start + g.oc_count - 1);
+    for group in groups {
+        let cs = group_channels(g, group);
+        let at = (pixels.clone(), group, kpad);
+        let scratch = (&mut s.bytes, &mut s.words);
+        let patch = word_patch(g, d, sram, at, cached.as_mut(), scratch)?;
+        match kernel {
+            Ok(w) => gemm(
+                patch,
+                n,
+                w,
+                cs.start,
+                cs.len(),
+                &mut dots[cs.start..],
+                oc_count,
+            ),
+            Err(wt) => {
+                for q in 0..n {
+                    let a = &patch[q * kpad..(q + 1) * kpad];
+                    for c in cs.clone() {
+                        acc[q * oc_count + c] = dot_exact(a, wt, c);
                     }
-                };
-                if exact {
-                    for q in 0..n {
-                        let a = &patch[q * wt.kpad..(q + 1) * wt.kpad];
-                        for c in cs.clone() {
-                            acc[q * oc_count + c] = dot_exact(a, wt, c);
-                        }
-                    }
-                } else {
-                    gemm(
-                        patch,
-                        n,
-                        wt,
-                        cs.start,
-                        cs.len(),
-                        &mut dots[cs.start..],
-                        oc_count,
-                    );
                 }
             }
-            Ok(match exact {
-                true => Sums::Wide(acc),
-                false => Sums::Narrow { dots, unbias: None },
-            })
         }
     }
+    Ok(match kernel {
+        Ok(_) => Sums::Narrow { dots, unbias: None },
+        Err(_) => Sums::Wide(acc),
+    })
 }
 
 /// The key of the tile's patch gather if it goes through the [`PatchCache`]: tiles of
@@ -316,7 +368,7 @@ fn patch_key(p: &DotPrep, d: &DotProduct) -> Option<GatherKey> {
     }
     let signed = d.in_signed;
     match &*p.weights {
-        TileWeights::Pair(_) | TileWeights::Exact(_) if depthwise::is_depthwise(g) => None,
+        TileWeights::Exact(_) if depthwise::is_depthwise(g) => None,
         TileWeights::Quad(wt) => Some(GatherKey::of(
             g,
             group,
@@ -325,10 +377,12 @@ fn patch_key(p: &DotPrep, d: &DotProduct) -> Option<GatherKey> {
             quad::patch_byte(0, signed),
             PatchForm::Bytes,
         )),
-        TileWeights::Pair(wt) | TileWeights::Exact(wt) => Some(GatherKey::of(
+        TileWeights::Codes(CodeLayout { kpad, .. })
+        | TileWeights::Pair(PairWeights { kpad, .. })
+        | TileWeights::Exact(PairWeights { kpad, .. }) => Some(GatherKey::of(
             g,
             group,
-            wt.kpad,
+            *kpad,
             d.in_zero as u8,
             0,
             PatchForm::Words { signed },
@@ -368,7 +422,7 @@ pub fn execute(
     sram: &mut Memory,
     caches: Caches<'_>,
 ) -> Result<ExecStats, ExecError> {
-    let prep = DotPrep::new(d, kind, hw, sram, caches.weights)?;
+    let prep = DotPrep::new(d, kind, hw, sram, (caches.weights, false))?;
     execute_prepared(&prep, d, hw, sram, caches.patches)
 }
 

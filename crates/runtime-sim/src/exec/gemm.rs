@@ -1,19 +1,25 @@
 //! The integer dot-product kernel of CONV / DECONV / INNER_PRODUCT:
 //! `out[r][j] = sum_kk a[r][kk] * w(kk, c0 + j)` over i16 patch rows of length `kpad`
-//! (a multiple of [`K_ALIGN`], zero-padded) and weight codes held as interleaved term
-//! pairs ([`PairWeights`]), with i32 accumulation. The caller guarantees the exact sums fit
-//! in i32 (see [`fits_i32`]); [`dot_exact`] is the i64 path otherwise.
+//! (a multiple of [`K_ALIGN`], zero-padded) and the tile's weight codes ([`Weights`]:
+//! converted into interleaved term pairs, [`PairWeights`], or read where they lie in
+//! SRAM, [`CodeLayout`]), with i32 accumulation. The caller guarantees the exact sums
+//! fit in i32 (see [`fits_i32`]); [`dot_exact`] is the i64 path otherwise.
 //!
-//! On x86-64 with AVX2 the kernel widens the code pairs of 16 channels to i16
-//! (`vpmovsxbw` / `vpmovzxbw`), broadcasts a pair of patch terms of one pixel and
-//! multiplies it with the term pairs of 8 channels at once (`vpmaddwd`), for blocks of
-//! 6 pixels x 16 channels (12 accumulator registers), in passes of at most 384 term
-//! pairs so a pass's weights and patch rows stay in the L1 cache; elsewhere a portable
-//! loop does the same arithmetic. The weights stay codes (two bytes per pair and
-//! channel, not two i16) because the tiles with few pixels (a 7 x 7 plane's 49 on two
-//! threads) are bound by streaming their weights from memory.
+//! On x86-64 with AVX2 the kernel widens a pass's codes of 16 channels into i16 term
+//! pairs once (two terms' 16 code bytes interleaved, `vpmovsxbw` / `vpmovzxbw`), then
+//! for every pixel block broadcasts a pair of patch terms of one pixel and multiplies
+//! it with the term pairs of 8 channels at once (`vpmaddwd`), for blocks of 6 pixels x
+//! 16 channels (12 accumulator registers), in passes of at most 384 term pairs so a
+//! pass's widened weights and patch rows stay in the L1 cache; elsewhere a portable
+//! loop does the same arithmetic. Either form keeps one byte per weight: a frame
+//! streams the weights, which bounds the tiles with few pixels (a 7 x 7 plane's 49 on
+//! two threads). Converted pairs are one contiguous row per term pair (the kernel's
+//! fastest form: what a session keeps across frames); codes in place cost no
+//! conversion and no memory (what an instruction executed once uses, see
+//! `exec/dot.rs`), at a scattered read per term.
 
 use super::lines::LineWords;
+use super::weights::CodeLayout;
 
 /// Row lengths are padded to a multiple of this.
 pub const K_ALIGN: usize = 16;
@@ -87,27 +93,76 @@ pub fn dot_exact(a: &[i16], w: &PairWeights, c: usize) -> i64 {
 }
 
 /// `out[r * ldo + j] = dot(a[r], w(., c0 + j))` for `r < rows`, `j < cols` (wrapping i32).
+/// The weights of [`gemm`].
+#[derive(Debug, Clone, Copy)]
+pub enum Weights<'a> {
+    /// Converted into interleaved term pairs.
+    Pairs(&'a PairWeights),
+    /// Where the codes lie, and the bytes they lie in (the instruction's weight range
+    /// in SRAM, at least the layout's span long).
+    Codes(&'a CodeLayout, &'a [u8]),
+}
+
+impl Weights<'_> {
+    /// Patch row length (terms, padded).
+    pub fn kpad(&self) -> usize {
+        match self {
+            Weights::Pairs(w) => w.kpad,
+            Weights::Codes(l, _) => l.kpad,
+        }
+    }
+
+    fn signed(&self) -> bool {
+        match self {
+            Weights::Pairs(w) => w.signed,
+            Weights::Codes(l, _) => l.signed,
+        }
+    }
+
+    /// The value of channel `c`'s weight for term `kk`.
+    fn value(&self, kk: usize, c: usize) -> i16 {
+        match self {
+            Weights::Pairs(w) => w.at(kk, c),
+            Weights::Codes(l, bytes) => l.value(bytes, kk, c),
+        }
+    }
+
+    /// Asserts that every read of channels below `end` stays in the weights.
+    fn check(&self, end: usize) {
+        match self {
+            Weights::Pairs(w) => {
+                assert!(end + COLS_BLOCK <= w.ld + 1 && w.data.len() >= w.kpad / 2 * w.ld)
+            }
+            Weights::Codes(l, bytes) => {
+                assert!(l.term.len() == l.kpad && end <= l.chan.len() && bytes.len() >= l.span)
+            }
+        }
+    }
+}
+
 pub fn gemm(
     a: &[i16],
     rows: usize,
-    w: &PairWeights,
+    w: Weights<'_>,
     c0: usize,
     cols: usize,
     out: &mut [i32],
     ldo: usize,
 ) {
-    let kpad = w.kpad;
+    let kpad = w.kpad();
     assert!(kpad.is_multiple_of(K_ALIGN) && a.len() >= rows * kpad);
-    assert!(c0 + cols + COLS_BLOCK <= w.ld + 1 && w.data.len() >= kpad / 2 * w.ld);
+    w.check(c0 + cols);
     assert!(rows == 0 || cols == 0 || out.len() >= (rows - 1) * ldo + cols);
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: AVX2 is available (checked just above); the asserts above bound
             // every read (rows * kpad patch values; a whole COLS_BLOCK of pairs from
-            // any channel below c0 + cols) and write (rows of cols values at ldo).
+            // any channel below c0 + cols, or codes at the layout's offsets, all below
+            // its span, of channels below c0 + cols) and write (rows of cols values
+            // at ldo).
             unsafe {
-                if w.signed {
+                if w.signed() {
                     avx2::gemm::<true>(a, rows, w, c0, cols, out, ldo)
                 } else {
                     avx2::gemm::<false>(a, rows, w, c0, cols, out, ldo)
@@ -122,14 +177,14 @@ pub fn gemm(
 fn portable_gemm(
     a: &[i16],
     rows: usize,
-    w: &PairWeights,
+    w: Weights<'_>,
     c0: usize,
     cols: usize,
     out: &mut [i32],
     ldo: usize,
 ) {
-    let at = |kk: usize, c: usize| i32::from(w.at(kk, c));
-    portable((a, w.kpad), rows, at, c0..c0 + cols, out, ldo);
+    let at = |kk: usize, c: usize| i32::from(w.value(kk, c));
+    portable((a, w.kpad()), rows, at, c0..c0 + cols, out, ldo);
 }
 
 /// `out[r * ldo + j] = sum_kk a[r][kk] * w(kk, c0 + j)` (wrapping i32) for `r < rows`
@@ -155,12 +210,23 @@ pub fn portable<A: Copy + Into<i32>>(
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{PairWeights, COLS_BLOCK};
+    use super::{CodeLayout, PairWeights, Weights, COLS_BLOCK};
     use std::arch::x86_64::*;
 
     /// Term pairs per pass: a pass's widened weights (16 channels, 24 KiB) and patch
     /// rows stay in the L1 cache while every pixel block of the tile runs over them.
     const PAIRS_PER_PASS: usize = 384;
+
+    /// Sixteen codes as i16 values (int8 if `SIGNED`, else uint8).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn widen<const SIGNED: bool>(codes: __m128i) -> __m256i {
+        if SIGNED {
+            _mm256_cvtepi8_epi16(codes)
+        } else {
+            _mm256_cvtepu8_epi16(codes)
+        }
+    }
 
     /// One pass's weights of a 16-channel block widened to i16 pairs: entry
     /// `2 * k2 + h` holds the pairs of channels `8h .. 8h + 8` for term pair `k2`.
@@ -179,29 +245,83 @@ mod avx2 {
             }
         }
 
-        /// Widens term pairs `k0 .. k0 + pairs` of the 16 channels from `c` (their
-        /// codes as int8 if `SIGNED`, else uint8).
+        /// Widens term pairs `k0 .. k0 + pairs` of the `n <= 16` channels from `c`
+        /// (their codes as int8 if `SIGNED`, else uint8; channels past `n` as any
+        /// value, their sums unused).
+        ///
+        /// Safety: AVX2; `w` as `gemm` asserts it, `c + n` within its channels, the
+        /// pass within its terms.
         #[target_feature(enable = "avx2")]
         unsafe fn fill<const SIGNED: bool>(
+            &mut self,
+            w: Weights<'_>,
+            block: (usize, usize),
+            pass: (usize, usize),
+        ) {
+            assert!(pass.1 <= PAIRS_PER_PASS && block.1 <= 16);
+            match w {
+                Weights::Pairs(w) => self.fill_pairs::<SIGNED>(w, block.0, pass),
+                Weights::Codes(l, bytes) => self.fill_codes::<SIGNED>((l, bytes), block, pass),
+            }
+            self.pairs = pass.1;
+        }
+
+        /// [`Widened::fill`] from converted pairs: a whole block of 16 channels is
+        /// read (the rows leave room for it).
+        #[target_feature(enable = "avx2")]
+        unsafe fn fill_pairs<const SIGNED: bool>(
             &mut self,
             w: &PairWeights,
             c: usize,
             (k0, pairs): (usize, usize),
         ) {
-            assert!(pairs <= PAIRS_PER_PASS);
             let base = w.data.as_ptr().add(k0 * w.ld + c);
             for k2 in 0..pairs {
                 let p = base.add(k2 * w.ld);
                 for h in 0..2 {
                     let codes = _mm_loadu_si128(p.add(8 * h) as *const __m128i);
-                    self.v[2 * k2 + h].write(if SIGNED {
-                        _mm256_cvtepi8_epi16(codes)
-                    } else {
-                        _mm256_cvtepu8_epi16(codes)
-                    });
+                    self.v[2 * k2 + h].write(widen::<SIGNED>(codes));
                 }
             }
-            self.pairs = pairs;
+        }
+
+        /// [`Widened::fill`] from codes in place: two terms' 16 code bytes
+        /// interleaved.
+        #[target_feature(enable = "avx2")]
+        unsafe fn fill_codes<const SIGNED: bool>(
+            &mut self,
+            (layout, bytes): (&CodeLayout, &[u8]),
+            (c, n): (usize, usize),
+            (k0, pairs): (usize, usize),
+        ) {
+            // Sixteen channels whose codes are consecutive bytes of every term's
+            // vector (one weight group) are one load per term.
+            let chan = &layout.chan[c..c + n];
+            let whole = n == 16 && chan[15] - chan[0] == 15;
+            let row = |term: Option<usize>| -> __m128i {
+                match term {
+                    None => _mm_setzero_si128(),
+                    // In bounds: t + chan[15] < span <= bytes.len().
+                    Some(t) if whole => {
+                        _mm_loadu_si128(bytes.as_ptr().add(t + chan[0]) as *const __m128i)
+                    }
+                    Some(t) => {
+                        let mut v = [0u8; 16];
+                        for (x, &o) in v.iter_mut().zip(chan) {
+                            *x = bytes[t + o];
+                        }
+                        _mm_loadu_si128(v.as_ptr() as *const __m128i)
+                    }
+                }
+            };
+            for k2 in 0..pairs {
+                let kk = 2 * (k0 + k2);
+                let (lo, hi) = (row(layout.term[kk]), row(layout.term[kk + 1]));
+                let halves = [_mm_unpacklo_epi8(lo, hi), _mm_unpackhi_epi8(lo, hi)];
+                for (h, codes) in halves.into_iter().enumerate() {
+                    self.v[2 * k2 + h].write(widen::<SIGNED>(codes));
+                }
+            }
         }
 
         /// The widened pairs of term pair `k2 < pairs` (channels 0..8, 8..16).
@@ -309,20 +429,21 @@ mod avx2 {
     pub unsafe fn gemm<const SIGNED: bool>(
         a: &[i16],
         rows_n: usize,
-        w: &PairWeights,
+        w: Weights<'_>,
         c0: usize,
         cols: usize,
         out: &mut [i32],
         ldo: usize,
     ) {
-        let total = w.kpad / 2;
-        let patch = (a, w.kpad);
+        let kpad = w.kpad();
+        let total = kpad / 2;
+        let patch = (a, kpad);
         let mut buf = Widened::new();
         for k0 in (0..total).step_by(PAIRS_PER_PASS) {
             let pairs = PAIRS_PER_PASS.min(total - k0);
             for cb in (0..cols).step_by(COLS_BLOCK) {
                 let n = COLS_BLOCK.min(cols - cb);
-                buf.fill::<SIGNED>(w, c0 + cb, (k0, pairs));
+                buf.fill::<SIGNED>(w, (c0 + cb, n), (k0, pairs));
                 let pass = (&buf, k0);
                 let chans = (cb, n, ldo);
                 // Near-equal blocks of at most 6 rows (8 = 4 + 4, 25 = 5 x 5): a
@@ -360,54 +481,82 @@ mod tests {
             .collect()
     }
 
-    /// Weight codes of `channels` channels for `kpad` terms (`codes[kk * channels + c]`)
-    /// as pairs.
-    fn pairs(codes: &[u8], channels: usize, kpad: usize, signed: bool) -> PairWeights {
-        let mut w = PairWeights::zeroed(channels, kpad, signed);
-        for k2 in 0..kpad / 2 {
-            for c in 0..channels {
-                let (lo, hi) = (
-                    codes[2 * k2 * channels + c],
-                    codes[(2 * k2 + 1) * channels + c],
-                );
-                w.data[k2 * w.ld + c] = pack_pair(lo, hi);
-            }
+    /// The layout of codes stored `codes[kk * channels + c]` (plain: every term's
+    /// vector contiguous, in term order) with `kpad` terms.
+    fn plain(channels: usize, kpad: usize, signed: bool) -> CodeLayout {
+        CodeLayout {
+            term: (0..kpad).map(|kk| Some(kk * channels)).collect(),
+            chan: (0..channels).collect(),
+            kpad,
+            signed,
+            span: kpad * channels,
         }
-        w
     }
 
     /// The kernels against sums of products written out here: rows of patch values
-    /// `a` times the values of the codes (int8 or uint8).
-    fn check(a: &[i16], rows: usize, codes: &[u8], shape: (usize, usize), chans: (usize, usize)) {
-        let ((channels, kpad), (c0, cols)) = (shape, chans);
+    /// `a` times the values of the codes (int8 and uint8) at the layout's offsets.
+    fn check(a: &[i16], rows: usize, (layout, bytes): (&CodeLayout, &[u8]), chans: (usize, usize)) {
+        let (c0, cols) = chans;
+        let kpad = layout.kpad;
         for signed in [true, false] {
-            let value = |b: u8| {
-                if signed {
-                    i64::from(b as i8)
-                } else {
-                    i64::from(b)
-                }
+            let layout = CodeLayout {
+                signed,
+                ..layout.clone()
             };
-            let w = pairs(codes, channels, kpad, signed);
+            let value = |kk: usize, c: usize| match layout.term[kk] {
+                None => 0,
+                Some(t) if signed => i64::from(bytes[t + layout.chan[c]] as i8),
+                Some(t) => i64::from(bytes[t + layout.chan[c]]),
+            };
             let mut want = vec![0i32; rows * cols];
             for r in 0..rows {
                 for j in 0..cols {
                     let sum: i64 = (0..kpad)
-                        .map(|kk| {
-                            i64::from(a[r * kpad + kk]) * value(codes[kk * channels + c0 + j])
-                        })
+                        .map(|kk| i64::from(a[r * kpad + kk]) * value(kk, c0 + j))
                         .sum();
                     want[r * cols + j] = sum.try_into().expect("exact sums fit i32");
-                    let row = &a[r * kpad..(r + 1) * kpad];
-                    assert_eq!(dot_exact(row, &w, c0 + j), sum);
                 }
             }
-            let mut got = vec![0i32; rows * cols];
-            gemm(a, rows, &w, c0, cols, &mut got, cols);
-            assert_eq!(got, want, "{rows}x{cols} kpad={kpad} signed={signed}");
-            let mut port = vec![0i32; rows * cols];
-            portable_gemm(a, rows, &w, c0, cols, &mut port, cols);
-            assert_eq!(port, want);
+            // The same codes converted into pairs.
+            let channels = layout.chan.len();
+            let mut pairs = PairWeights::zeroed(channels, kpad, signed);
+            let code =
+                |kk: usize, c: usize| layout.term[kk].map_or(0, |t| bytes[t + layout.chan[c]]);
+            for k2 in 0..kpad / 2 {
+                for c in 0..channels {
+                    pairs.data[k2 * pairs.ld + c] = pack_pair(code(2 * k2, c), code(2 * k2 + 1, c));
+                }
+            }
+            for w in [Weights::Codes(&layout, bytes), Weights::Pairs(&pairs)] {
+                let mut got = vec![0i32; rows * cols];
+                gemm(a, rows, w, c0, cols, &mut got, cols);
+                assert_eq!(got, want, "{rows}x{cols} kpad={kpad} signed={signed} {w:?}");
+                let mut port = vec![0i32; rows * cols];
+                portable_gemm(a, rows, w, c0, cols, &mut port, cols);
+                assert_eq!(port, want);
+            }
+        }
+    }
+
+    #[test]
+    fn converted_pairs_hold_the_codes() {
+        let codes: Vec<u8> = (0..=255).collect();
+        for signed in [true, false] {
+            let mut w = PairWeights::zeroed(8, 32, signed);
+            for k2 in 0..16 {
+                for c in 0..8 {
+                    let (lo, hi) = (codes[2 * k2 * 8 + c], codes[(2 * k2 + 1) * 8 + c]);
+                    w.data[k2 * w.ld + c] = pack_pair(lo, hi);
+                    let v = |b: u8| {
+                        if signed {
+                            i16::from(b as i8)
+                        } else {
+                            i16::from(b)
+                        }
+                    };
+                    assert_eq!((w.at(2 * k2, c), w.at(2 * k2 + 1, c)), (v(lo), v(hi)));
+                }
+            }
         }
     }
 
@@ -431,7 +580,49 @@ mod tests {
                 .iter()
                 .map(|&v| v as u8)
                 .collect();
-            check(&a, rows, &codes, (channels, kpad), (c0, cols));
+            let layout = plain(channels, kpad, true);
+            check(&a, rows, (&layout, &codes), (c0, cols));
+        }
+    }
+
+    #[test]
+    fn kernels_read_codes_where_the_layout_puts_them() {
+        // Terms in another order and past K, channels in two runs (a tile across
+        // two weight groups: the second run's vectors elsewhere), 16-channel blocks
+        // whole inside a run, across the runs' boundary, and partial.
+        let mut seed = 11u32;
+        let (rows, channels, k, kpad) = (7, 40, 75, 80);
+        let stride = 64;
+        let bytes: Vec<u8> = random(2 * k * stride + 64, &mut seed)
+            .iter()
+            .map(|&v| v as u8)
+            .collect();
+        let term: Vec<Option<usize>> = (0..kpad)
+            .map(|kk| (kk < k).then(|| ((kk * 7) % k) * stride))
+            .collect();
+        // Channels 0..21 at offsets 3..24; 21..40 in the second block of vectors.
+        let chan: Vec<usize> = (0..channels)
+            .map(|c| if c < 21 { 3 + c } else { k * stride + c - 21 })
+            .collect();
+        let span = term.iter().flatten().max().unwrap() + chan.iter().max().unwrap() + 1;
+        let layout = CodeLayout {
+            term,
+            chan,
+            kpad,
+            signed: true,
+            span,
+        };
+        let a = random(rows * kpad, &mut seed);
+        for (c0, cols) in [
+            (0, 40),
+            (0, 16),
+            (5, 16),
+            (16, 16),
+            (21, 19),
+            (3, 30),
+            (39, 1),
+        ] {
+            check(&a, rows, (&layout, &bytes), (c0, cols));
         }
     }
 
@@ -444,7 +635,8 @@ mod tests {
         for (x, code) in [(255i16, 0xffu8), (-128, 0x80), (255, 0x80)] {
             let a = vec![x; rows * kpad];
             let codes = vec![code; kpad * channels];
-            check(&a, rows, &codes, (channels, kpad), (0, channels));
+            let layout = plain(channels, kpad, true);
+            check(&a, rows, (&layout, &codes), (0, channels));
         }
     }
 

@@ -189,7 +189,13 @@ fn dot_instr(
         Prep::Fresh => dot::execute(d, kind, hw, sram, caches),
         Prep::Keep(slot) => {
             if slot.is_none() {
-                *slot = Some(dot::DotPrep::new(d, kind, hw, sram, caches.weights)?);
+                *slot = Some(dot::DotPrep::new(
+                    d,
+                    kind,
+                    hw,
+                    sram,
+                    (caches.weights, true),
+                )?);
             }
             let p = slot.as_ref().expect("filled just above");
             dot::execute_prepared(p, d, hw, sram, caches.patches)

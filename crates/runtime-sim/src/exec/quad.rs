@@ -18,7 +18,7 @@
 
 use super::dot_geom::DotGeom;
 use super::lines::LineWords;
-use super::weights::weight_runs;
+use super::weights::{sram_term, weight_runs};
 
 /// Channels one kernel block computes (three 16-lane registers).
 pub const COLS_BLOCK: usize = 48;
@@ -109,9 +109,8 @@ unsafe fn quad_weights_avx2(g: &DotGeom, bytes: &[u8], kpad: usize) -> QuadWeigh
 #[inline(always)]
 fn quad_weights_plain(g: &DotGeom, bytes: &[u8], kpad: usize) -> QuadWeights {
     let k = g.k_terms() as usize;
-    let (icpg, taps) = (g.icpg as usize, (g.kh * g.kw) as usize);
     let mut w = QuadWeights::zeroed(g.oc_count as usize, kpad);
-    let sram_term = |kk: usize| (kk % icpg) * taps + kk / icpg;
+    let sram_term = sram_term(g);
     let mut sums = vec![0i32; g.oc_count as usize];
     let zeros = vec![0u8; g.oc_count as usize];
     for run in weight_runs(g) {

@@ -4,7 +4,9 @@
 //! A layer split into pixel tiles runs one instruction per tile and output-channel
 //! tile, and every pixel tile reads the same weight bytes: ResNet-50's dot products
 //! read 58.8 M weight bytes per frame, 25.5 M of them distinct. Each instruction's
-//! weights are converted for its kernel ([`super::dot::DotPrep`]); a [`WeightCache`]
+//! weights are converted for its kernel ([`super::dot::DotPrep`]; for the pair kernel
+//! of an instruction executed once, only located: [`super::weights::CodeLayout`]); a
+//! [`WeightCache`]
 //! keeps each conversion under what it was made from ([`WeightKey`]) so the next
 //! instruction with the same key takes it instead of converting again.
 //!
@@ -33,10 +35,18 @@ pub struct WeightKey {
     pub mac_cols: u64,
     pub in_signed: bool,
     pub w_signed: bool,
+    /// For an instruction kept across frames (whose pair weights are converted; an
+    /// instruction executed once reads them in place).
+    pub kept: bool,
 }
 
 impl WeightKey {
-    pub fn of(g: &DotGeom, w_addr: u32, in_signed: bool, w_signed: bool) -> WeightKey {
+    pub fn of(
+        g: &DotGeom,
+        w_addr: u32,
+        (in_signed, w_signed): (bool, bool),
+        kept: bool,
+    ) -> WeightKey {
         WeightKey {
             kind: g.kind,
             w_addr: u64::from(w_addr),
@@ -50,6 +60,7 @@ impl WeightKey {
             mac_cols: g.mac_cols,
             in_signed,
             w_signed,
+            kept,
         }
     }
 }
@@ -157,6 +168,7 @@ mod tests {
             mac_cols: 8,
             in_signed: true,
             w_signed: true,
+            kept: true,
         }
     }
 
@@ -183,6 +195,14 @@ mod tests {
         assert_eq!(c.len(), 1, "a write into the first range drops it");
         let fresh = c.get_or_convert(key(100, 0), (100, 164), weights).unwrap();
         assert!(!Arc::ptr_eq(&a, &fresh));
+        // The form for one execution is another conversion than the kept one.
+        let once = WeightKey {
+            kept: false,
+            ..key(100, 0)
+        };
+        let o = c.get_or_convert(once, (100, 164), weights).unwrap();
+        assert!(!Arc::ptr_eq(&o, &fresh));
+        assert_eq!(c.len(), 3);
         c.note_write(Some((0, 1000)));
         assert_eq!(c.len(), 0);
         assert!(c

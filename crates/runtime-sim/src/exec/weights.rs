@@ -62,16 +62,86 @@ pub fn weight_runs(g: &DotGeom) -> Vec<WeightRun> {
     runs
 }
 
+/// The SRAM term (`t = (ic * kernel_h + ky) * kernel_w + kx`, ic-major) of patch term
+/// `kk = (ky * kernel_w + kx) * icpg + ic`, for `kk` below K.
+pub fn sram_term(g: &DotGeom) -> impl Fn(usize) -> usize {
+    let (icpg, taps) = (g.icpg as usize, (g.kh * g.kw) as usize);
+    move |kk| (kk % icpg) * taps + kk / icpg
+}
+
+/// Where a tile's weight codes lie in SRAM, for the pair kernel to read them there,
+/// unconverted: the code of tile channel `c` for patch term `kk` is the byte at
+/// `term[kk] + chan[c]` from `w_addr`; a term past K (`term[kk]` is `None`, up to
+/// `kpad`) has code 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeLayout {
+    pub term: Vec<Option<usize>>,
+    pub chan: Vec<usize>,
+    pub kpad: usize,
+    /// The codes are int8 (else uint8).
+    pub signed: bool,
+    /// One past the largest offset: the least length of the weight bytes.
+    pub span: usize,
+}
+
+impl CodeLayout {
+    /// The layout of `g`'s weights with patch rows of `kpad >= K` terms.
+    pub fn of(g: &DotGeom, signed: bool, kpad: usize) -> CodeLayout {
+        let k = g.k_terms() as usize;
+        let runs = weight_runs(g);
+        // Every run's vectors are the same stride apart (`mac_cols`, or `w_pitch`).
+        let stride = runs.first().map_or(0, |r| r.cols);
+        let to_sram = sram_term(g);
+        let term: Vec<Option<usize>> = (0..kpad)
+            .map(|kk| (kk < k).then(|| to_sram(kk) * stride))
+            .collect();
+        let mut chan = vec![0; g.oc_count as usize];
+        for r in &runs {
+            for (j, c) in chan[r.c0..r.c0 + r.n].iter_mut().enumerate() {
+                *c = r.off + j;
+            }
+        }
+        let span = match (term.iter().flatten().max(), chan.iter().max()) {
+            (Some(t), Some(c)) => t + c + 1,
+            _ => 0,
+        };
+        CodeLayout {
+            term,
+            chan,
+            kpad,
+            signed,
+            span,
+        }
+    }
+
+    /// The value of the code of channel `c` for term `kk` in `bytes` (at least
+    /// `span` long).
+    #[inline]
+    pub fn value(&self, bytes: &[u8], kk: usize, c: usize) -> i16 {
+        match self.term[kk] {
+            None => 0,
+            Some(t) => {
+                let b = bytes[t + self.chan[c]];
+                if self.signed {
+                    i16::from(b as i8)
+                } else {
+                    i16::from(b)
+                }
+            }
+        }
+    }
+}
+
 /// The tile's weights as interleaved term pairs ([`PairWeights`]) in the patch term
 /// order `kk = (ky * kernel_w + kx) * icpg + ic`. Every term's weights of a run of
 /// channels in one weight group are one contiguous byte vector in SRAM; two such
 /// vectors (terms `2*k2`, `2*k2 + 1`) are interleaved into one pair row.
 pub fn pair_weights(g: &DotGeom, bytes: &[u8], signed: bool, kpad: usize) -> PairWeights {
     let k = g.k_terms() as usize;
-    let (icpg, taps) = (g.icpg as usize, (g.kh * g.kw) as usize);
     let runs = weight_runs(g);
     // SRAM term (ic-major) of patch term kk; terms past K read as zero.
-    let sram_term = |kk: usize| (kk < k).then(|| (kk % icpg) * taps + kk / icpg);
+    let to_sram = sram_term(g);
+    let sram_term = |kk: usize| (kk < k).then(|| to_sram(kk));
     let zeros = vec![0u8; g.oc_count as usize];
     let mut w = PairWeights::zeroed(g.oc_count as usize, kpad, signed);
     let fill = |(k2, row): (usize, &mut [u16])| {
