@@ -255,15 +255,17 @@ mod avx2 {
         unsafe fn fill<const SIGNED: bool>(
             &mut self,
             w: Weights<'_>,
-            block: (usize, usize),
-            pass: (usize, usize),
+            (c, n): (usize, usize),
+            (k0, pairs): (usize, usize),
         ) {
-            assert!(pass.1 <= PAIRS_PER_PASS && block.1 <= 16);
+            assert!(pairs <= PAIRS_PER_PASS && n <= 16);
             match w {
-                Weights::Pairs(w) => self.fill_pairs::<SIGNED>(w, block.0, pass),
-                Weights::Codes(l, bytes) => self.fill_codes::<SIGNED>((l, bytes), block, pass),
+                Weights::Pairs(w) => self.fill_pairs::<SIGNED>(w, c, (k0, pairs)),
+                Weights::Codes(l, bytes) => {
+                    self.fill_codes::<SIGNED>((l, bytes), (c, n), (k0, pairs))
+                }
             }
-            self.pairs = pass.1;
+            self.pairs = pairs;
         }
 
         /// [`Widened::fill`] from converted pairs: a whole block of 16 channels is
@@ -297,7 +299,7 @@ mod avx2 {
             // Sixteen channels whose codes are consecutive bytes of every term's
             // vector (one weight group) are one load per term.
             let chan = &layout.chan[c..c + n];
-            let whole = n == 16 && chan[15] - chan[0] == 15;
+            let whole = n == 16 && chan[15] == chan[0] + 15;
             let row = |term: Option<usize>| -> __m128i {
                 match term {
                     None => _mm_setzero_si128(),
