@@ -31,27 +31,28 @@ pub fn crc32(bytes: &[u8]) -> u32 {
 /// combined: the same value) while `beside` runs on this thread; returns both.
 pub fn crc32_beside<R>(bytes: &[u8], pieces: usize, beside: impl FnOnce() -> R) -> (u32, R) {
     let len = bytes.len().div_ceil(pieces.max(1)).max(1);
+    let state = |part: &[u8]| {
+        let mut h = crc32fast::Hasher::new();
+        h.update(part);
+        h
+    };
     std::thread::scope(|scope| {
         let parts: Vec<_> = bytes
             .chunks(len)
             .map(|part| {
-                let hash = move || {
-                    let mut h = crc32fast::Hasher::new();
-                    h.update(part);
-                    h
-                };
-                (part, scope.spawn(hash))
+                // A thread the system refuses leaves its piece to this thread.
+                let t = std::thread::Builder::new().spawn_scoped(scope, move || state(part));
+                (part, t.ok())
             })
             .collect();
         let r = beside();
         let mut crc = crc32fast::Hasher::new();
         for (part, t) in parts {
             // Hashing a slice cannot panic; if a thread somehow did, hash here.
-            let h = t.join().unwrap_or_else(|_| {
-                let mut h = crc32fast::Hasher::new();
-                h.update(part);
-                h
-            });
+            let h = match t.map(|t| t.join()) {
+                Some(Ok(h)) => h,
+                _ => state(part),
+            };
             crc.combine(&h);
         }
         (crc.finalize(), r)
