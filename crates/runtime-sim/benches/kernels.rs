@@ -42,13 +42,8 @@ fn tile(cols: usize, kpad: usize, seed: &mut u32) -> Tile {
 /// converted pairs or (`in_place`) their codes.
 fn gmacs(a: &[i16], rows: usize, tiles: &[Tile], cols: usize, in_place: bool) -> f64 {
     let kpad = tiles[0].pairs.kpad;
-    let layout = CodeLayout {
-        term: (0..kpad).map(|kk| Some(kk * cols)).collect(),
-        chan: (0..cols).collect(),
-        kpad,
-        signed: true,
-        span: kpad * cols,
-    };
+    let term = (0..kpad).map(|kk| Some(kk * cols)).collect();
+    let layout = CodeLayout::new(term, (0..cols).collect(), true);
     let mut out = vec![0i32; rows * cols];
     let macs = (rows * cols * kpad) as f64;
     let reps = ((5e8 / macs).ceil() as usize).max(tiles.len());

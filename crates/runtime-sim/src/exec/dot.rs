@@ -26,8 +26,7 @@ use super::patch_cache::{BlockPatch, GatherKey, PatchCache, PatchForm};
 use super::postproc::{ChannelTable, Post};
 use super::quad::{self, QuadWeights};
 use super::weight_cache::{WeightCache, WeightKey};
-use super::weights::pair_weights;
-use super::weights::CodeLayout;
+use super::weights::{pair_weights, CodeLayout};
 use super::ExecStats;
 use crate::error::ExecError;
 use crate::memory::Memory;
@@ -90,10 +89,6 @@ pub struct DotPrep {
     /// ([`WeightCache`]).
     pub weights: Arc<TileWeights>,
     pub table: ChannelTable,
-    /// The instruction's weight range in SRAM (where the pair kernel reads the
-    /// codes of [`TileWeights::Codes`]).
-    pub w_addr: u64,
-    pub w_len: u64,
 }
 
 /// The tile's weights (`bytes`, the instruction's weight range in SRAM) in the form
@@ -142,8 +137,6 @@ impl DotPrep {
             geom: g,
             weights,
             table,
-            w_addr,
-            w_len,
         })
     }
 }
@@ -294,7 +287,7 @@ fn block_dots<'s>(
             Ok(Sums::Narrow { dots, unbias })
         }
         TileWeights::Codes(l) => {
-            let w = Weights::Codes(l, sram.slice(p.w_addr, p.w_len)?);
+            let w = Weights::Codes(l, sram.slice(u64::from(d.w_addr), l.span as u64)?);
             pair_sums(p, d, sram, (pixels, s, cached), Ok(w))
         }
         TileWeights::Pair(wt) => pair_sums(p, d, sram, (pixels, s, cached), Ok(Weights::Pairs(wt))),
@@ -367,6 +360,10 @@ fn patch_key(p: &DotPrep, d: &DotProduct) -> Option<GatherKey> {
         return None;
     }
     let signed = d.in_signed;
+    let words = |kpad: usize| {
+        let form = PatchForm::Words { signed };
+        Some(GatherKey::of(g, group, kpad, d.in_zero as u8, 0, form))
+    };
     match &*p.weights {
         TileWeights::Exact(_) if depthwise::is_depthwise(g) => None,
         TileWeights::Quad(wt) => Some(GatherKey::of(
@@ -377,16 +374,8 @@ fn patch_key(p: &DotPrep, d: &DotProduct) -> Option<GatherKey> {
             quad::patch_byte(0, signed),
             PatchForm::Bytes,
         )),
-        TileWeights::Codes(CodeLayout { kpad, .. })
-        | TileWeights::Pair(PairWeights { kpad, .. })
-        | TileWeights::Exact(PairWeights { kpad, .. }) => Some(GatherKey::of(
-            g,
-            group,
-            *kpad,
-            d.in_zero as u8,
-            0,
-            PatchForm::Words { signed },
-        )),
+        TileWeights::Codes(l) => words(l.kpad()),
+        TileWeights::Pair(wt) | TileWeights::Exact(wt) => words(wt.kpad),
     }
 }
 

@@ -76,11 +76,7 @@ impl PairWeights {
     /// The weight of channel `c` for term `kk`.
     pub fn at(&self, kk: usize, c: usize) -> i16 {
         let code = (self.data[(kk / 2) * self.ld + c] >> (8 * (kk % 2))) as u8;
-        if self.signed {
-            i16::from(code as i8)
-        } else {
-            i16::from(code)
-        }
+        nnac_isa::arith::code_value(code, self.signed) as i16
     }
 }
 
@@ -108,7 +104,7 @@ impl Weights<'_> {
     pub fn kpad(&self) -> usize {
         match self {
             Weights::Pairs(w) => w.kpad,
-            Weights::Codes(l, _) => l.kpad,
+            Weights::Codes(l, _) => l.kpad(),
         }
     }
 
@@ -134,7 +130,7 @@ impl Weights<'_> {
                 assert!(end + COLS_BLOCK <= w.ld + 1 && w.data.len() >= w.kpad / 2 * w.ld)
             }
             Weights::Codes(l, bytes) => {
-                assert!(l.term.len() == l.kpad && end <= l.chan.len() && bytes.len() >= l.span)
+                assert!(end <= l.chan.len() && bytes.len() >= l.span)
             }
         }
     }
@@ -486,20 +482,15 @@ mod tests {
     /// The layout of codes stored `codes[kk * channels + c]` (plain: every term's
     /// vector contiguous, in term order) with `kpad` terms.
     fn plain(channels: usize, kpad: usize, signed: bool) -> CodeLayout {
-        CodeLayout {
-            term: (0..kpad).map(|kk| Some(kk * channels)).collect(),
-            chan: (0..channels).collect(),
-            kpad,
-            signed,
-            span: kpad * channels,
-        }
+        let term = (0..kpad).map(|kk| Some(kk * channels)).collect();
+        CodeLayout::new(term, (0..channels).collect(), signed)
     }
 
     /// The kernels against sums of products written out here: rows of patch values
     /// `a` times the values of the codes (int8 and uint8) at the layout's offsets.
     fn check(a: &[i16], rows: usize, (layout, bytes): (&CodeLayout, &[u8]), chans: (usize, usize)) {
         let (c0, cols) = chans;
-        let kpad = layout.kpad;
+        let kpad = layout.kpad();
         for signed in [true, false] {
             let layout = CodeLayout {
                 signed,
@@ -606,14 +597,7 @@ mod tests {
         let chan: Vec<usize> = (0..channels)
             .map(|c| if c < 21 { 3 + c } else { k * stride + c - 21 })
             .collect();
-        let span = term.iter().flatten().max().unwrap() + chan.iter().max().unwrap() + 1;
-        let layout = CodeLayout {
-            term,
-            chan,
-            kpad,
-            signed: true,
-            span,
-        };
+        let layout = CodeLayout::new(term, chan, true);
         let a = random(rows * kpad, &mut seed);
         for (c0, cols) in [
             (0, 40),

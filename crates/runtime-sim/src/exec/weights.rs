@@ -11,6 +11,7 @@
 
 use super::dot_geom::DotGeom;
 use super::gemm::{pack_pair, PairWeights};
+use nnac_isa::arith::code_value;
 use rayon::prelude::*;
 
 /// Byte offset from `w_addr` of the weight of output channel `oc` (absolute) for
@@ -71,13 +72,13 @@ pub fn sram_term(g: &DotGeom) -> impl Fn(usize) -> usize {
 
 /// Where a tile's weight codes lie in SRAM, for the pair kernel to read them there,
 /// unconverted: the code of tile channel `c` for patch term `kk` is the byte at
-/// `term[kk] + chan[c]` from `w_addr`; a term past K (`term[kk]` is `None`, up to
-/// `kpad`) has code 0.
+/// `term[kk] + chan[c]` from `w_addr`; a term past K (`term[kk]` is `None`) has code
+/// 0. Made by [`CodeLayout::new`], which derives `span`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeLayout {
+    /// One entry per patch term (`kpad` of them).
     pub term: Vec<Option<usize>>,
     pub chan: Vec<usize>,
-    pub kpad: usize,
     /// The codes are int8 (else uint8).
     pub signed: bool,
     /// One past the largest offset: the least length of the weight bytes.
@@ -85,6 +86,20 @@ pub struct CodeLayout {
 }
 
 impl CodeLayout {
+    /// The layout of the given term and channel offsets.
+    pub fn new(term: Vec<Option<usize>>, chan: Vec<usize>, signed: bool) -> CodeLayout {
+        let span = match (term.iter().flatten().max(), chan.iter().max()) {
+            (Some(t), Some(c)) => t + c + 1,
+            _ => 0,
+        };
+        CodeLayout {
+            term,
+            chan,
+            signed,
+            span,
+        }
+    }
+
     /// The layout of `g`'s weights with patch rows of `kpad >= K` terms.
     pub fn of(g: &DotGeom, signed: bool, kpad: usize) -> CodeLayout {
         let k = g.k_terms() as usize;
@@ -92,7 +107,7 @@ impl CodeLayout {
         // Every run's vectors are the same stride apart (`mac_cols`, or `w_pitch`).
         let stride = runs.first().map_or(0, |r| r.cols);
         let to_sram = sram_term(g);
-        let term: Vec<Option<usize>> = (0..kpad)
+        let term = (0..kpad)
             .map(|kk| (kk < k).then(|| to_sram(kk) * stride))
             .collect();
         let mut chan = vec![0; g.oc_count as usize];
@@ -101,34 +116,21 @@ impl CodeLayout {
                 *c = r.off + j;
             }
         }
-        let span = match (term.iter().flatten().max(), chan.iter().max()) {
-            (Some(t), Some(c)) => t + c + 1,
-            _ => 0,
-        };
-        CodeLayout {
-            term,
-            chan,
-            kpad,
-            signed,
-            span,
-        }
+        CodeLayout::new(term, chan, signed)
+    }
+
+    /// Patch terms (padded).
+    pub fn kpad(&self) -> usize {
+        self.term.len()
     }
 
     /// The value of the code of channel `c` for term `kk` in `bytes` (at least
     /// `span` long).
     #[inline]
     pub fn value(&self, bytes: &[u8], kk: usize, c: usize) -> i16 {
-        match self.term[kk] {
-            None => 0,
-            Some(t) => {
-                let b = bytes[t + self.chan[c]];
-                if self.signed {
-                    i16::from(b as i8)
-                } else {
-                    i16::from(b)
-                }
-            }
-        }
+        self.term[kk].map_or(0, |t| {
+            code_value(bytes[t + self.chan[c]], self.signed) as i16
+        })
     }
 }
 
@@ -139,18 +141,17 @@ impl CodeLayout {
 pub fn pair_weights(g: &DotGeom, bytes: &[u8], signed: bool, kpad: usize) -> PairWeights {
     let k = g.k_terms() as usize;
     let runs = weight_runs(g);
-    // SRAM term (ic-major) of patch term kk; terms past K read as zero.
-    let to_sram = sram_term(g);
-    let sram_term = |kk: usize| (kk < k).then(|| to_sram(kk));
+    // Where each term's run of codes starts (terms past K read as zero).
+    let at = CodeLayout::of(g, signed, kpad);
     let zeros = vec![0u8; g.oc_count as usize];
     let mut w = PairWeights::zeroed(g.oc_count as usize, kpad, signed);
     let fill = |(k2, row): (usize, &mut [u16])| {
         for r in &runs {
             let vec_of = |t: Option<usize>| match t {
-                Some(t) => &bytes[r.off + t * r.cols..r.off + t * r.cols + r.n],
+                Some(t) => &bytes[t + at.chan[r.c0]..t + at.chan[r.c0] + r.n],
                 None => &zeros[..r.n],
             };
-            let (lo, hi) = (vec_of(sram_term(2 * k2)), vec_of(sram_term(2 * k2 + 1)));
+            let (lo, hi) = (vec_of(at.term[2 * k2]), vec_of(at.term[2 * k2 + 1]));
             pack_row(&mut row[r.c0..r.c0 + r.n], lo, hi);
         }
     };
