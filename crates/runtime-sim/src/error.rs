@@ -190,6 +190,14 @@ pub enum MemError {
         base: u64,
         end: u64,
     },
+    /// `[addr, addr + len)` meets `[lo, hi)` of `memory`, which is being written.
+    TakenOut {
+        memory: &'static str,
+        addr: u64,
+        len: u64,
+        lo: u64,
+        hi: u64,
+    },
     /// `[addr, addr + len)` is not inside one segment of the program's DRAM.
     OutsideDram {
         addr: u64,
@@ -211,6 +219,17 @@ impl fmt::Display for MemError {
             } => write!(
                 f,
                 "{memory} range [{addr:#x}, {:#x}) is outside {memory} [{base:#x}, {end:#x})",
+                addr.saturating_add(*len)
+            ),
+            MemError::TakenOut {
+                memory,
+                addr,
+                len,
+                lo,
+                hi,
+            } => write!(
+                f,
+                "{memory} range [{addr:#x}, {:#x}) meets [{lo:#x}, {hi:#x}), which the instruction is writing",
                 addr.saturating_add(*len)
             ),
             MemError::OutsideDram {

@@ -56,12 +56,25 @@ impl Memory {
         Ok(&mut self.bytes[i..i + len as usize])
     }
 
+    /// Little-endian i32 at `addr`.
+    pub fn i32_at(&self, addr: u64) -> Result<i32, MemError> {
+        let b = self.slice(addr, 4)?;
+        Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+}
+
+/// Bytes read by address: a whole [`Memory`], or what lies around a range of one
+/// taken out to be written ([`Memory::split_around`]).
+pub trait ReadBytes: Sync {
+    /// The bytes `[addr, addr + len)`.
+    fn read(&self, addr: u64, len: u64) -> Result<&[u8], MemError>;
+
     /// Asks the CPU to bring the bytes `[addr, addr + len)` into its caches ahead of
-    /// their use: a hint, which changes nothing the memory holds; a range outside the
-    /// memory is ignored.
-    pub fn prefetch(&self, addr: u64, len: u64) {
+    /// their use: a hint, which changes nothing the memory holds; a range that cannot
+    /// be read is ignored.
+    fn prefetch(&self, addr: u64, len: u64) {
         #[cfg(target_arch = "x86_64")]
-        if let Ok(bytes) = self.slice(addr, len) {
+        if let Ok(bytes) = self.read(addr, len) {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             for line in bytes.chunks(64) {
                 // SAFETY: a prefetch of an address inside a live slice (SSE, part of
@@ -72,17 +85,108 @@ impl Memory {
         #[cfg(not(target_arch = "x86_64"))]
         let _ = (addr, len);
     }
+}
 
-    /// Little-endian i32 at `addr`.
-    pub fn i32_at(&self, addr: u64) -> Result<i32, MemError> {
-        let b = self.slice(addr, 4)?;
-        Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+impl ReadBytes for Memory {
+    fn read(&self, addr: u64, len: u64) -> Result<&[u8], MemError> {
+        self.slice(addr, len)
+    }
+}
+
+/// A [`Memory`] but for a range taken out ([`Memory::split_around`]): the bytes
+/// below it and above it.
+pub struct Around<'m> {
+    name: &'static str,
+    base: u64,
+    below: &'m [u8],
+    /// The range taken out, `[lo, hi)`.
+    hole: (u64, u64),
+    above: &'m [u8],
+}
+
+impl ReadBytes for Around<'_> {
+    /// The bytes `[addr, addr + len)`, if all below or all above the range taken out.
+    fn read(&self, addr: u64, len: u64) -> Result<&[u8], MemError> {
+        let (lo, hi) = self.hole;
+        let (base, bytes) = match addr.checked_add(len) {
+            Some(end) if end <= lo => (self.base, self.below),
+            _ if addr >= hi => (hi, self.above),
+            _ => {
+                return Err(MemError::TakenOut {
+                    memory: self.name,
+                    addr,
+                    len,
+                    lo,
+                    hi,
+                })
+            }
+        };
+        let i = offset_in(base, bytes, addr, len).ok_or(MemError::Outside {
+            memory: self.name,
+            addr,
+            len,
+            base: self.base,
+            end: hi + self.above.len() as u64,
+        })?;
+        Ok(&bytes[i..i + len as usize])
+    }
+}
+
+impl Memory {
+    /// The bytes `[addr, addr + len)`, writable, and the rest of the memory, readable.
+    pub fn split_around(
+        &mut self,
+        addr: u64,
+        len: u64,
+    ) -> Result<(Around<'_>, &mut [u8]), MemError> {
+        let i = self.index(addr, len)?;
+        let (below, rest) = self.bytes.split_at_mut(i);
+        let (hole, above) = rest.split_at_mut(len as usize);
+        let around = Around {
+            name: self.name,
+            base: self.base,
+            below,
+            hole: (addr, addr + len),
+            above,
+        };
+        Ok((around, hole))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bytes_around_a_range_taken_out_read_as_before() {
+        let mut m = Memory::zeroed("SRAM", 0x100, 32);
+        for (i, b) in m.bytes.iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        let whole = m.clone();
+        let (around, hole) = m.split_around(0x108, 8).unwrap();
+        assert_eq!(hole, whole.slice(0x108, 8).unwrap());
+        for (addr, len) in [(0x100, 8), (0x104, 4), (0x110, 16), (0x11f, 1), (0x110, 0)] {
+            assert_eq!(
+                around.read(addr, len).unwrap(),
+                whole.slice(addr, len).unwrap()
+            );
+        }
+        // Into or across the range taken out, or outside the memory: errors.
+        for (addr, len) in [
+            (0x104, 5),
+            (0x108, 1),
+            (0x10f, 2),
+            (0x100, 32),
+            (0x11f, 2),
+            (0xff, 1),
+        ] {
+            assert!(around.read(addr, len).is_err(), "{addr:#x}+{len}");
+        }
+        hole.fill(0xee);
+        assert_eq!(m.slice(0x108, 8).unwrap(), &[0xee; 8]);
+        assert!(m.split_around(0x11c, 5).is_err());
+    }
 
     #[test]
     fn bounds_are_checked_without_overflow() {

@@ -91,14 +91,22 @@ enum Layout {
 
 /// ELTWISE `op` on `h x w x c` tensors against plain reference code: outputs, the
 /// overflow count and the first overflowing (pixel, channel) in pixel order.
-/// `shifts` are the two inputs' rescale shifts (smaller: larger values).
-fn eltwise_case(op: EltOp, (h, w, c): (u32, u32, u32), layout: Layout, shifts: (u32, u32)) {
+/// `shifts` are the two inputs' rescale shifts (smaller: larger values). With
+/// `in_place` the output overwrites input A (every value is computed from the inputs
+/// before any is stored), else it has a place of its own.
+fn eltwise_case(
+    op: EltOp,
+    (h, w, c): (u32, u32, u32),
+    layout: Layout,
+    shifts: (u32, u32),
+    in_place: bool,
+) {
     let n = h * w * c;
     let mut rng = Lcg(5 + op as u64 + u64::from(n));
     let a = rng.bytes(n as usize);
     let b = rng.bytes(n as usize);
     let b_addr = n.next_multiple_of(0x1000);
-    let out_addr = 2 * b_addr;
+    let out_addr = if in_place { 0 } else { 2 * b_addr };
     let mut image = a.clone();
     put(&mut image, b_addr as usize, &b);
     let (am, bm, (ash, bsh)) = (1_500_000_000, 900_000_000, shifts);
@@ -162,7 +170,10 @@ fn eltwise_case(op: EltOp, (h, w, c): (u32, u32, u32), layout: Layout, shifts: (
                     first = first.or(Some((u64::from(y * w + x), u64::from(ch))));
                 }
                 let want = requant(wrap30(acc), 1 << 30, 31, 4, -128, 127, true);
-                assert_eq!(got[i], want, "{op:?} {layout:?} (y {y}, x {x}, c {ch})");
+                assert_eq!(
+                    got[i], want,
+                    "{op:?} {layout:?} in place {in_place} (y {y}, x {x}, c {ch})"
+                );
             }
         }
     }
@@ -180,10 +191,13 @@ fn eltwise_case(op: EltOp, (h, w, c): (u32, u32, u32), layout: Layout, shifts: (
 fn eltwise_add_mul_max() {
     for op in [EltOp::Add, EltOp::Mul, EltOp::Max] {
         for shifts in [(28, 27), (20, 19)] {
-            eltwise_case(op, (2, 4, 9), Layout::Hwc, shifts);
-            // Planes of 48 pixels x 96 channels: 4,608 values, the parallel plane path.
-            eltwise_case(op, (6, 8, 96), Layout::Planar, shifts);
-            eltwise_case(op, (3, 5, 7), Layout::Planar, shifts);
+            for in_place in [false, true] {
+                eltwise_case(op, (2, 4, 9), Layout::Hwc, shifts, in_place);
+                // Planes of 48 pixels x 96 channels: 4,608 values, the parallel plane
+                // path (computed straight into SRAM, or, in place, first aside).
+                eltwise_case(op, (6, 8, 96), Layout::Planar, shifts, in_place);
+                eltwise_case(op, (3, 5, 7), Layout::Planar, shifts, in_place);
+            }
         }
     }
 }

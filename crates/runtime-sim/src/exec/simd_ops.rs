@@ -9,7 +9,7 @@ use super::postproc::{read_chan, Post};
 use super::tensor::{ActView, PixRange};
 use super::ExecStats;
 use crate::error::ExecError;
-use crate::memory::Memory;
+use crate::memory::{Memory, ReadBytes};
 use nnac_isa::arith::{code_value, eltwise_combine};
 use nnac_isa::{Eltwise, HwConfig, Scale};
 use rayon::prelude::*;
@@ -277,8 +277,10 @@ const PREFETCH_AHEAD: usize = 4;
 /// wrapped and passed through the SIMD program with that channel's parameters (in one
 /// pass by [`PlaneKernel`] where its conditions hold, else in three). The
 /// values, the overflow count and the first overflow (the least (pixel, channel), the
-/// first the pixel-by-pixel order meets) are those of the pixel-by-pixel path; all
-/// values are computed before any is stored (an output may alias an input).
+/// first the pixel-by-pixel order meets) are those of the pixel-by-pixel path. Where
+/// no byte of A or B lies in the output's hull, the planes are computed straight into
+/// SRAM; otherwise (an output may alias an input) all values are computed before any
+/// is stored.
 fn eltwise_planes(
     (op, rescales): (nnac_isa::EltOp, (Rescale, Rescale)),
     hw: &HwConfig,
@@ -288,79 +290,152 @@ fn eltwise_planes(
     post: &Post,
     sram: &mut Memory,
 ) -> Result<ExecStats, ExecError> {
-    let (n, cn) = (tile.pix.count as usize, tile.cn as usize);
+    let (n, cn) = (tile.pix.count, tile.cn);
     let (y0, x0) = tile.pix.yx(tile.pix.start);
-    const CHUNK: usize = 64;
-    let mut all = vec![0u8; n * cn];
-    let sram_ro: &Memory = sram;
-    // Where no combination can wrap, channels with a lone FUSED_RELU run fused.
-    let plane_op = PlaneOp::of(op, (ta, tb), rescales, hw.acc_bits);
-    // One channel plane: its overflow count and least overflowing (pixel, channel).
-    let plane_of =
-        |(c, plane): (usize, &mut [u8])| -> Result<(u64, Option<(u64, u64)>), ExecError> {
-            let ch = tile.c0 + c as u64;
-            let pa = sram_ro.slice(a.at(y0, x0, ch), n as u64)?;
-            let pb = sram_ro.slice(b.at(y0, x0, ch), n as u64)?;
-            // The planes a few channels on, which are far apart in SRAM: their cache
-            // misses overlap this plane's work instead of each stalling its own.
-            if c + PREFETCH_AHEAD < cn {
-                let ahead = ch + PREFETCH_AHEAD as u64;
-                sram_ro.prefetch(a.at(y0, x0, ahead), n as u64);
-                sram_ro.prefetch(b.at(y0, x0, ahead), n as u64);
-            }
-            let fused = plane_op.and_then(|p| PlaneKernel::new(p, post.chan_requant(c)?));
-            if let Some(kernel) = fused {
-                kernel.run((ta, tb), pa, pb, plane);
-                return Ok((0, None));
-            }
-            let (mut exact, mut acc) = ([0i64; CHUNK], [0i32; CHUNK]);
-            let (mut overflows, mut first) = (0u64, None::<(u64, u64)>);
-            let runs = pa
-                .chunks(CHUNK)
-                .zip(pb.chunks(CHUNK))
-                .zip(plane.chunks_mut(CHUNK));
-            for (j, ((ra, rb), o)) in runs.enumerate() {
-                let m = o.len();
-                combine_codes(op, (ta, tb), ra, rb, &mut exact[..m]);
-                if super::wrap_row(&exact[..m], &ZERO_BIAS[..m], hw.acc_bits, &mut acc[..m]) {
-                    for (i, &v) in exact[..m].iter().enumerate() {
-                        if super::wrap(v, hw.acc_bits).1 {
-                            overflows += 1;
-                            let at = (tile.pix.start + (j * CHUNK + i) as u64, ch);
-                            first = Some(first.map_or(at, |f| f.min(at)));
-                        }
+    // Each view's hull: from the tile's first byte to its last channel's last.
+    let hull = |v: &ActView| (v.at(y0, x0, tile.c0), (cn - 1) * v.chan_pitch + n);
+    let (lo, len) = hull(out);
+    let apart = [a, b].iter().all(|v| {
+        let (at, l) = hull(v);
+        at + l <= lo || lo + len <= at
+    });
+    let planes = Planes {
+        op,
+        plane_op: PlaneOp::of(op, (ta, tb), rescales, hw.acc_bits),
+        acc_bits: hw.acc_bits,
+        tile,
+        inputs: [a, b],
+        tables: (ta, tb),
+        post,
+    };
+    let (overflows, first_overflow) = if apart {
+        let (around, hull) = sram.split_around(lo, len)?;
+        let step = (out.chan_pitch as usize).max(n as usize);
+        let runs = hull.chunks_mut(step).map(|run| &mut run[..n as usize]);
+        planes.run(&around, runs.collect())?
+    } else {
+        let mut all = vec![0u8; (n * cn) as usize];
+        let counts = planes.run(&*sram, all.chunks_exact_mut(n as usize).collect())?;
+        for (c, plane) in all.chunks_exact(n as usize).enumerate() {
+            let dst = sram.slice_mut(out.at(y0, x0, tile.c0 + c as u64), n)?;
+            dst.copy_from_slice(plane);
+        }
+        counts
+    };
+    Ok(ExecStats {
+        overflows,
+        first_overflow,
+        ..ExecStats::default()
+    })
+}
+
+/// What every plane of an ELTWISE tile run plane by plane ([`eltwise_planes`])
+/// shares.
+struct Planes<'e> {
+    op: nnac_isa::EltOp,
+    /// Where no combination can wrap: channels with a lone FUSED_RELU run fused.
+    plane_op: Option<PlaneOp>,
+    acc_bits: u32,
+    tile: &'e Tile,
+    inputs: [&'e ActView; 2],
+    tables: (&'e RescaleTable, &'e RescaleTable),
+    post: &'e Post<'e>,
+}
+
+impl Planes<'_> {
+    /// Computes every channel's plane into `outs` (one run of the tile's pixels per
+    /// channel) from the inputs in `mem`; returns the overflow count and the least
+    /// overflowing (pixel, channel).
+    fn run<M: ReadBytes>(
+        &self,
+        mem: &M,
+        mut outs: Vec<&mut [u8]>,
+    ) -> Result<(u64, Option<(u64, u64)>), ExecError> {
+        let (n, cn) = (self.tile.pix.count, self.tile.cn as usize);
+        // One part of the channels per thread for a large enough tile (the same values
+        // either way).
+        let parts = if n * cn as u64 >= PAR_MIN_PLANE_VALUES {
+            rayon::current_num_threads().clamp(1, cn)
+        } else {
+            1
+        };
+        let per = cn.div_ceil(parts);
+        let counts: Vec<(u64, Option<(u64, u64)>)> = outs
+            .par_chunks_mut(per)
+            .enumerate()
+            .map(|(i, outs)| -> Result<_, ExecError> {
+                let mut total = (0u64, None::<(u64, u64)>);
+                for (j, plane) in outs.iter_mut().enumerate() {
+                    let (k, f) = self.plane(mem, i * per + j, plane)?;
+                    total.0 += k;
+                    total.1 = min_site(total.1, f);
+                }
+                Ok(total)
+            })
+            .collect::<Result<_, ExecError>>()?;
+        Ok(counts
+            .into_iter()
+            .fold((0, None), |(k, f), (k2, f2)| (k + k2, min_site(f, f2))))
+    }
+
+    /// Channel `c`'s plane into `out`: its overflow count and least overflowing
+    /// (pixel, channel).
+    fn plane<M: ReadBytes>(
+        &self,
+        mem: &M,
+        c: usize,
+        out: &mut [u8],
+    ) -> Result<(u64, Option<(u64, u64)>), ExecError> {
+        const CHUNK: usize = 64;
+        let tile = self.tile;
+        let (n, cn) = (tile.pix.count, tile.cn as usize);
+        let (y0, x0) = tile.pix.yx(tile.pix.start);
+        let [a, b] = self.inputs;
+        let ch = tile.c0 + c as u64;
+        let pa = mem.read(a.at(y0, x0, ch), n)?;
+        let pb = mem.read(b.at(y0, x0, ch), n)?;
+        // The planes a few channels on, which are far apart in SRAM: their cache
+        // misses overlap this plane's work instead of each stalling its own.
+        if c + PREFETCH_AHEAD < cn {
+            let ahead = ch + PREFETCH_AHEAD as u64;
+            mem.prefetch(a.at(y0, x0, ahead), n);
+            mem.prefetch(b.at(y0, x0, ahead), n);
+        }
+        let fused = self
+            .plane_op
+            .and_then(|p| PlaneKernel::new(p, self.post.chan_requant(c)?));
+        if let Some(kernel) = fused {
+            kernel.run(self.tables, pa, pb, out);
+            return Ok((0, None));
+        }
+        let (mut exact, mut acc) = ([0i64; CHUNK], [0i32; CHUNK]);
+        let (mut overflows, mut first) = (0u64, None::<(u64, u64)>);
+        let runs = pa
+            .chunks(CHUNK)
+            .zip(pb.chunks(CHUNK))
+            .zip(out.chunks_mut(CHUNK));
+        for (j, ((ra, rb), o)) in runs.enumerate() {
+            let m = o.len();
+            combine_codes(self.op, self.tables, ra, rb, &mut exact[..m]);
+            if super::wrap_row(&exact[..m], &ZERO_BIAS[..m], self.acc_bits, &mut acc[..m]) {
+                for (i, &v) in exact[..m].iter().enumerate() {
+                    if super::wrap(v, self.acc_bits).1 {
+                        overflows += 1;
+                        let at = (tile.pix.start + (j * CHUNK + i) as u64, ch);
+                        first = min_site(first, Some(at));
                     }
                 }
-                post.apply_chan(&acc[..m], c, o);
             }
-            Ok((overflows, first))
-        };
-    // Channels in parallel for a large enough tile (the same values either way).
-    let planes: Vec<(u64, Option<(u64, u64)>)> = if (n * cn) as u64 >= PAR_MIN_PLANE_VALUES {
-        all.par_chunks_exact_mut(n)
-            .enumerate()
-            .with_min_len(8)
-            .map(plane_of)
-            .collect::<Result<_, ExecError>>()?
-    } else {
-        all.chunks_exact_mut(n)
-            .enumerate()
-            .map(plane_of)
-            .collect::<Result<_, ExecError>>()?
-    };
-    let mut st = ExecStats::default();
-    let mut first: Option<(u64, u64)> = None;
-    for (overflows, f) in planes {
-        st.overflows += overflows;
-        first = match (first, f) {
-            (Some(x), Some(y)) => Some(x.min(y)),
-            (x, y) => x.or(y),
-        };
+            self.post.apply_chan(&acc[..m], c, o);
+        }
+        Ok((overflows, first))
     }
-    st.first_overflow = first;
-    for (c, plane) in all.chunks_exact(n).enumerate() {
-        let dst = sram.slice_mut(out.at(y0, x0, tile.c0 + c as u64), n as u64)?;
-        dst.copy_from_slice(plane);
+}
+
+/// The lesser of two optional (pixel, channel) sites.
+fn min_site(a: Option<(u64, u64)>, b: Option<(u64, u64)>) -> Option<(u64, u64)> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
     }
-    Ok(st)
 }
