@@ -13,6 +13,7 @@ pub mod patch_cache;
 pub mod pool;
 pub mod postproc;
 pub mod quad;
+pub mod requant8;
 pub mod simd_ops;
 pub mod tensor;
 pub mod weight_cache;

@@ -1,6 +1,7 @@
 //! What happens to an accumulator value after the dot product: the per-channel bias
 //! and channel-parameter tables, and the SIMD program (the isa crate's executor).
 
+use super::requant8::Octets;
 use crate::error::ExecError;
 use crate::memory::Memory;
 use nnac_isa::simd::exec::{run, uses_chan_params};
@@ -89,6 +90,9 @@ struct Lanes {
     mult: Vec<i32>,
     round: Vec<i64>,
     shift: Vec<u32>,
+    /// The same constants in groups of eight channels, where every channel's result
+    /// fits in i32 and the CPU has AVX2 (not AVX-512, whose 64-bit row loop is used).
+    octets: Option<Octets>,
 }
 
 /// FUSED_RELU of docs/ISA.md section 7 on `acc`, then the output saturation.
@@ -232,6 +236,19 @@ unsafe fn chan_row_avx512(k: &ChanRequant, acc: &[i32], out: &mut [u8]) {
     chan_row(k, acc, out)
 }
 
+/// True if [`Post::apply_row`] would run [`Octets`] on this CPU: AVX2 without
+/// AVX-512.
+fn octets_wanted() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        !has_avx512() && std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// True if this CPU runs [`lanes_row_avx512`].
 #[cfg(target_arch = "x86_64")]
 fn has_avx512() -> bool {
@@ -248,10 +265,22 @@ impl<'a> Post<'a> {
         };
         let lanes = fused.and_then(|r| {
             let ms: Vec<(i32, u32)> = chan.iter().map(|c| mult_shift(r, c)).collect();
-            ms.iter().all(|&(_, s)| s <= 62).then(|| Lanes {
-                mult: ms.iter().map(|&(m, _)| m).collect(),
-                round: ms.iter().map(|&(_, s)| round_term(s)).collect(),
-                shift: ms.iter().map(|&(_, s)| s).collect(),
+            if !ms.iter().all(|&(_, s)| s <= 62) {
+                return None;
+            }
+            let mult: Vec<i32> = ms.iter().map(|&(m, _)| m).collect();
+            let round: Vec<i64> = ms.iter().map(|&(_, s)| round_term(s)).collect();
+            let shift: Vec<u32> = ms.iter().map(|&(_, s)| s).collect();
+            let octets = octets_wanted().then(|| {
+                let clamps = (r.act_min, r.act_max);
+                let zp = i32::from(r.zero_point);
+                Octets::new((&mult, &round, &shift), zp, clamps, out_signed)
+            });
+            Some(Lanes {
+                mult,
+                round,
+                shift,
+                octets: octets.flatten(),
             })
         });
         Post {
@@ -285,9 +314,13 @@ impl<'a> Post<'a> {
                         return;
                     }
                     if std::arch::is_x86_feature_detected!("avx2") {
+                        // Whole groups of eight channels in i32 lanes, the rest in
+                        // 64-bit ones.
+                        let done = l.octets.as_ref().map_or(0, |o| o.row(acc, c0, out));
+                        let (acc, out) = (&acc[done..], &mut out[done..]);
                         // SAFETY: AVX2 is available (checked just above); the function
                         // body is safe Rust.
-                        unsafe { lanes_row_avx2(r, l, acc, c0, out, self.out_signed) };
+                        unsafe { lanes_row_avx2(r, l, acc, c0 + done, out, self.out_signed) };
                         return;
                     }
                 }
@@ -371,6 +404,20 @@ mod tests {
         }
     }
 
+    /// FUSED_RELU r0, r0 with per-channel multipliers and shifts.
+    fn per_channel_relu((act_min, act_max): (i16, i16), zero_point: i16) -> Requant {
+        Requant {
+            dst: 0,
+            src: 0,
+            per_channel: true,
+            shift: 0,
+            act_min,
+            act_max,
+            zero_point,
+            multiplier: 0,
+        }
+    }
+
     #[test]
     fn arithmetic_shift_through_a_logical_one() {
         for x in [
@@ -396,16 +443,7 @@ mod tests {
         let chans: Vec<ChanParams> = (0..40)
             .map(|_| ChanParams([rng.i32(), (rng.next() % 63) as i32, 0, 0]))
             .collect();
-        let r = Requant {
-            dst: 0,
-            src: 0,
-            per_channel: true,
-            shift: 0,
-            act_min: -100,
-            act_max: 120,
-            zero_point: 3,
-            multiplier: 0,
-        };
+        let r = per_channel_relu((-100, 120), 3);
         let prog = [SimdInstr::FusedRelu(r)];
         for signed in [true, false] {
             let post = Post::new(&prog, signed, &chans);
@@ -422,6 +460,75 @@ mod tests {
                 assert_eq!(row[i], run(&prog, a, &chans[5], signed));
             }
         }
+    }
+
+    #[test]
+    fn octet_rows_match_the_shared_executor() {
+        // Per-channel multipliers and shifts whose results fit in i32 for every i32
+        // accumulator (shift >= 32, or multipliers below 2^8 with shifts above 8), so the eight-channel
+        // kernel runs where the CPU has it; rows from several first channels, of
+        // lengths with and without a partial group, accumulators at the extremes and
+        // at rounding boundaries.
+        let mut rng = Rng(3);
+        for case in 0..300 {
+            let n = 1 + (rng.next() % 41) as usize;
+            let chans: Vec<ChanParams> = (0..n)
+                .map(|_| {
+                    let (m, s) = match rng.next() % 3 {
+                        0 => (rng.i32(), 32 + (rng.next() % 31) as i32),
+                        1 => ([i32::MIN, i32::MAX, -1, 1][(rng.next() % 4) as usize], 62),
+                        _ => ((rng.next() % 512) as i32 - 256, 9 + (rng.next() % 8) as i32),
+                    };
+                    ChanParams([m, s, 0, 0])
+                })
+                .collect();
+            let r = per_channel_relu((rng.i32() as i16, rng.i32() as i16), rng.i32() as i16);
+            let prog = [SimdInstr::FusedRelu(r.clone())];
+            for signed in [true, false] {
+                let post = Post::new(&prog, signed, &chans);
+                let lanes = post.lanes.as_ref().expect("shifts <= 62");
+                assert_eq!(lanes.octets.is_some(), octets_wanted(), "case {case}");
+                for c0 in [0, 8, 16].into_iter().filter(|&c| c < n) {
+                    let acc: Vec<i32> = (c0..n)
+                        .map(|c| match rng.next() % 3 {
+                            // Just below, at and above a multiple of 2^shift.
+                            0 => ((rng.i32() >> chans[c].0[1]) << chans[c].0[1])
+                                .wrapping_add((rng.next() % 3) as i32 - 1),
+                            _ => rng.i32(),
+                        })
+                        .collect();
+                    let mut row = vec![0u8; acc.len()];
+                    post.apply_row(&acc, c0, &mut row);
+                    for (i, &a) in acc.iter().enumerate() {
+                        let want = run(&prog, a, &chans[c0 + i], signed);
+                        assert_eq!(
+                            row[i],
+                            want,
+                            "case {case} {r:?} {:?} acc {a}",
+                            chans[c0 + i]
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn octets_refuse_results_past_i32() {
+        // A multiplier of 2^30: with a shift of 29 y reaches 2^32 at the ends of i32,
+        // with 30 it stays within [-2^31, 2^31 - 1].
+        let past = Octets::new((&[1 << 30], &[1 << 28], &[29]), 0, (-128, 127), true);
+        assert!(past.is_none());
+        let within = Octets::new((&[1 << 30], &[1 << 29], &[30]), 0, (-128, 127), true);
+        assert!(within.is_some());
+        // The zero point can push an end past i32 too.
+        let edge = Octets::new(
+            (&[i32::MAX], &[1 << 31], &[32]),
+            i32::MAX,
+            (-128, 127),
+            true,
+        );
+        assert!(edge.is_none());
     }
 
     #[test]
