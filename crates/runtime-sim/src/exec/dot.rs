@@ -23,7 +23,7 @@ use super::dot_geom::{DotGeom, DotKind};
 use super::gather::gather_bytes;
 use super::gemm::{dot_exact, fits_i32, gemm, padded_len, PairWeights, Weights};
 use super::patch_cache::{BlockPatch, GatherKey, PatchCache, PatchForm};
-use super::postproc::{ChannelTable, Post};
+use super::postproc::{ChannelTable, Post, PostConsts};
 use super::quad::{self, QuadWeights};
 use super::weight_cache::{WeightCache, WeightKey};
 use super::weights::{pair_weights, CodeLayout};
@@ -89,6 +89,8 @@ pub struct DotPrep {
     /// ([`WeightCache`]).
     pub weights: Arc<TileWeights>,
     pub table: ChannelTable,
+    /// The SIMD program's constants for the table's channels.
+    pub post: PostConsts,
 }
 
 /// The tile's weights (`bytes`, the instruction's weight range in SRAM) in the form
@@ -133,10 +135,12 @@ impl DotPrep {
             Ok(convert_weights(&g, d, sram.slice(w_addr, w_len)?, kept))
         })?;
         let table = ChannelTable::read(sram, d, d.param_entries().into(), &d.simd)?;
+        let post = Post::consts(&d.simd, d.out_signed, &table.chan);
         Ok(DotPrep {
             geom: g,
             weights,
             table,
+            post,
         })
     }
 }
@@ -435,7 +439,7 @@ pub fn execute_prepared(
 ) -> Result<ExecStats, ExecError> {
     let g = &prep.geom;
     let table = &prep.table;
-    let post = Post::new(&d.simd, d.out_signed, &table.chan);
+    let post = Post::with_consts(&d.simd, d.out_signed, &table.chan, &prep.post);
     let oc_count = g.oc_count as usize;
     let sram_ro: &Memory = sram;
     // Each block writes its pixels' SIMD outputs into its own part of `prepool`.

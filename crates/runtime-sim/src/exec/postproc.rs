@@ -6,6 +6,7 @@ use crate::error::ExecError;
 use crate::memory::Memory;
 use nnac_isa::simd::exec::{run, uses_chan_params};
 use nnac_isa::{arith, ChanParams, DotProduct, Requant, SimdInstr};
+use std::borrow::Cow;
 
 /// Per-channel bias (0 when disabled) and SIMD channel parameters of a tile.
 pub struct ChannelTable {
@@ -77,13 +78,19 @@ pub struct Post<'a> {
     program: &'a [SimdInstr],
     chan: &'a [ChanParams],
     fused: Option<&'a Requant>,
-    lanes: Option<Lanes>,
+    lanes: Option<Cow<'a, Lanes>>,
     out_signed: bool,
 }
+
+/// A [`Post`]'s tabulated constants ([`Post::consts`]), made once for the
+/// executions of one instruction ([`Post::with_consts`]).
+#[derive(Debug, Clone)]
+pub struct PostConsts(Option<Lanes>);
 
 /// Per-channel constants of a FUSED_RELU epilogue whose shifts are all <= 62:
 /// `y = ((acc * mult + round) >> shift) + zero_point`, exact in i64 because
 /// `|acc * mult| <= 2^62` and `round < 2^62`.
+#[derive(Debug, Clone)]
 struct Lanes {
     /// i32, so the product with an i32 accumulator is one signed 32 x 32 -> 64-bit
     /// multiply per lane (`vpmuldq` on AVX2) rather than a 64 x 64 one.
@@ -236,6 +243,14 @@ unsafe fn chan_row_avx512(k: &ChanRequant, acc: &[i32], out: &mut [u8]) {
     chan_row(k, acc, out)
 }
 
+/// The program's FUSED_RELU if it is a lone `FUSED_RELU r0, r0`.
+fn fused_relu(program: &[SimdInstr]) -> Option<&Requant> {
+    match program {
+        [SimdInstr::FusedRelu(r)] if r.src == 0 && r.dst == 0 => Some(r),
+        _ => None,
+    }
+}
+
 /// True if [`Post::apply_row`] would run [`Octets`] on this CPU: AVX2 without
 /// AVX-512.
 fn octets_wanted() -> bool {
@@ -259,11 +274,34 @@ fn has_avx512() -> bool {
 impl<'a> Post<'a> {
     /// `chan[c]` holds the parameters of tile channel `c`.
     pub fn new(program: &'a [SimdInstr], out_signed: bool, chan: &'a [ChanParams]) -> Post<'a> {
-        let fused = match program {
-            [SimdInstr::FusedRelu(r)] if r.src == 0 && r.dst == 0 => Some(r),
-            _ => None,
-        };
-        let lanes = fused.and_then(|r| {
+        let PostConsts(lanes) = Post::consts(program, out_signed, chan);
+        Post {
+            lanes: lanes.map(Cow::Owned),
+            ..Post::bare(program, out_signed, chan)
+        }
+    }
+
+    /// [`Post::new`] with constants [`Post::consts`] made from the same arguments.
+    pub fn with_consts(
+        program: &'a [SimdInstr],
+        out_signed: bool,
+        chan: &'a [ChanParams],
+        consts: &'a PostConsts,
+    ) -> Post<'a> {
+        debug_assert_eq!(
+            consts.0.as_ref().map(|l| l.mult.len()),
+            consts.0.as_ref().map(|_| chan.len())
+        );
+        Post {
+            lanes: consts.0.as_ref().map(Cow::Borrowed),
+            ..Post::bare(program, out_signed, chan)
+        }
+    }
+
+    /// The program's tabulated constants for the channels `chan`: a lone FUSED_RELU
+    /// whose shifts are all at most 62 gets them.
+    pub fn consts(program: &[SimdInstr], out_signed: bool, chan: &[ChanParams]) -> PostConsts {
+        let lanes = fused_relu(program).and_then(|r| {
             let ms: Vec<(i32, u32)> = chan.iter().map(|c| mult_shift(r, c)).collect();
             if !ms.iter().all(|&(_, s)| s <= 62) {
                 return None;
@@ -283,11 +321,16 @@ impl<'a> Post<'a> {
                 octets: octets.flatten(),
             })
         });
+        PostConsts(lanes)
+    }
+
+    /// The post stage without tabulated constants.
+    fn bare(program: &'a [SimdInstr], out_signed: bool, chan: &'a [ChanParams]) -> Post<'a> {
         Post {
             program,
             chan,
-            fused,
-            lanes,
+            fused: fused_relu(program),
+            lanes: None,
             out_signed,
         }
     }
