@@ -333,7 +333,7 @@ impl<'a> Engine<'a> {
         };
         let st = exec::execute(instr, self.hw, &mut self.dram, &mut self.sram, prep, caches)
             .map_err(|error| SimError::Instr { at, error })?;
-        let writes = nnac_isa::hazard::footprint::sram_write_hull(instr, self.hw);
+        let writes = self.fps.write_hull(j);
         self.patches.note_write(writes);
         self.weights.note_write(writes);
         self.record(j, &st);

@@ -16,13 +16,15 @@ use crate::error::ExecError;
 use crate::exec::dma::{self, Dir};
 use crate::exec::dot_geom::{DotGeom, DotKind};
 use crate::exec::simd_ops::{eltwise_tile, scale_tile};
+pub use nnac_isa::hazard::footprint::SramHulls;
 pub use nnac_isa::hazard::{Footprint, Intervals};
 use nnac_isa::{HwConfig, Instr};
 use std::sync::OnceLock;
 
 /// Checks `instr` (see the module docs), or returns an error naming what is wrong.
-/// An instruction that passes has a well-defined [`Footprint`] inside SRAM.
-pub fn check(instr: &Instr, hw: &HwConfig) -> Result<(), ExecError> {
+/// An instruction that passes has a well-defined [`Footprint`] inside SRAM, whose
+/// hulls it returns.
+pub fn check(instr: &Instr, hw: &HwConfig) -> Result<SramHulls, ExecError> {
     nnac_isa::checks::check_instr(instr, hw)?;
     match instr {
         Instr::DmaRead(d) => dma::check(d, Dir::Read),
@@ -47,7 +49,7 @@ pub fn check(instr: &Instr, hw: &HwConfig) -> Result<(), ExecError> {
             }
         }
     }
-    Ok(())
+    Ok(hulls)
 }
 
 /// Checks `instr` and returns its footprint, or an error naming what is wrong.
@@ -62,18 +64,28 @@ pub struct Footprints<'p> {
     instrs: &'p [Instr],
     hw: &'p HwConfig,
     cells: Vec<OnceLock<Footprint>>,
+    /// The hull of each instruction's SRAM writes ([`check`] computed it).
+    write_hulls: Vec<Option<(u64, u64)>>,
 }
 
 impl<'p> Footprints<'p> {
-    /// Every instruction of `instrs` must have passed [`check`].
-    pub fn new(instrs: &'p [Instr], hw: &'p HwConfig) -> Footprints<'p> {
+    /// Every instruction of `instrs` must have passed [`check`], which returned
+    /// `hulls` (one per instruction).
+    pub fn new(instrs: &'p [Instr], hw: &'p HwConfig, hulls: &[SramHulls]) -> Footprints<'p> {
+        assert_eq!(hulls.len(), instrs.len());
         Footprints {
             instrs,
             hw,
             cells: std::iter::repeat_with(OnceLock::new)
                 .take(instrs.len())
                 .collect(),
+            write_hulls: hulls.iter().map(|h| h.writes).collect(),
         }
+    }
+
+    /// The hull of instruction `i`'s SRAM writes (`None`: it writes none).
+    pub fn write_hull(&self, i: usize) -> Option<(u64, u64)> {
+        self.write_hulls[i]
     }
 
     /// The footprint of instruction `i`.

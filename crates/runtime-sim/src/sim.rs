@@ -144,7 +144,7 @@ impl<'p> Simulator<'p> {
         let hw = &program.meta.hw;
         // In parallel (a large program has thousands of instructions); the first error
         // in program order is reported, as a sequential pass would.
-        program
+        let hulls: Vec<_> = program
             .instrs
             .par_iter()
             .enumerate()
@@ -153,11 +153,11 @@ impl<'p> Simulator<'p> {
             })
             .collect::<Vec<_>>()
             .into_iter()
-            .collect::<Result<(), _>>()?;
+            .collect::<Result<_, _>>()?;
         let host_ops = host::prepare(program)?;
         Ok(Simulator {
             program,
-            footprints: Footprints::new(&program.instrs, hw),
+            footprints: Footprints::new(&program.instrs, hw, &hulls),
             dram_layout: dram_layout(program, host::spans(&host_ops))?,
             schedule: opts.schedule,
             host_ops,

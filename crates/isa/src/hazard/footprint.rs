@@ -460,14 +460,6 @@ pub fn sram_writes(ins: &Instr, hw: &HwConfig) -> Intervals {
     Intervals::from_ranges(writes)
 }
 
-/// `footprint(ins, hw).sram_writes.hull()` alone, in O(1) per strided block. The
-/// same preconditions as [`footprint`].
-pub fn sram_write_hull(ins: &Instr, hw: &HwConfig) -> Option<(u64, u64)> {
-    let mut writes = Hull::default();
-    sram_accesses(ins, hw, &mut Skip, &mut writes);
-    writes.0
-}
-
 /// The semantic rules of docs/ISA.md section 5 (without the flag-count rule, which
 /// the hazard check reports as a finding of its own).
 pub fn check_geometry(ins: &Instr) -> Result<(), crate::error::CheckError> {
