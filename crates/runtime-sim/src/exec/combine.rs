@@ -47,6 +47,29 @@ impl Rescale {
             eltwise_rescale(code, self.zero, self.mult, self.shift)
         })
     }
+
+    /// [`Rescale::table`], taken from the last few this thread made where one of them
+    /// is of the same rescale (the tiles of one ELTWISE layer share their inputs').
+    pub fn recent_table(&self) -> RescaleTable {
+        /// Rescales remembered per thread.
+        const KEEP: usize = 4;
+        thread_local! {
+            static RECENT: std::cell::RefCell<Vec<(Rescale, RescaleTable)>> =
+                const { std::cell::RefCell::new(Vec::new()) };
+        }
+        RECENT.with(|recent| {
+            let mut recent = recent.borrow_mut();
+            if let Some((_, t)) = recent.iter().find(|(r, _)| r == self) {
+                return *t;
+            }
+            let t = self.table();
+            if recent.len() == KEEP {
+                recent.remove(0);
+            }
+            recent.push((*self, t));
+            t
+        })
+    }
 }
 
 /// `out[i] = eltwise_combine(op, ta[a[i]], tb[b[i]])` for `i < out.len()`
@@ -136,6 +159,26 @@ mod avx2 {
 mod tests {
     use super::*;
     use nnac_isa::arith::eltwise_rescale;
+
+    #[test]
+    fn recent_tables_are_the_tables() {
+        // More rescales than are remembered, asked again in another order.
+        let rescales: Vec<Rescale> = (0..7)
+            .map(|i| Rescale {
+                signed: i % 2 == 0,
+                zero: i - 3,
+                mult: 300_000_007 * (i + 1),
+                shift: 20 + i as u32,
+            })
+            .collect();
+        for r in rescales
+            .iter()
+            .chain(rescales.iter().rev())
+            .chain(&rescales[2..4])
+        {
+            assert_eq!(r.recent_table(), r.table(), "{r:?}");
+        }
+    }
 
     /// Every pair of code bytes, for tables at the i32 edges and ordinary ones.
     #[test]

@@ -200,7 +200,7 @@ pub fn execute_eltwise(
     let post = Post::new(&e.simd, e.out_signed, &chan);
     // The rescaled value depends only on the code byte: tabulate it once.
     let [ra, rb] = Rescale::of(e);
-    let (ta, tb) = (ra.table(), rb.table());
+    let (ta, tb) = (ra.recent_table(), rb.recent_table());
     let out_view = ActView::new(
         e.out_addr,
         e.out_row_pitch,
