@@ -61,6 +61,25 @@ impl Memory {
         let b = self.slice(addr, 4)?;
         Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
+
+    /// The bytes `[addr, addr + len)`, writable, and the rest of the memory, readable.
+    pub fn split_around(
+        &mut self,
+        addr: u64,
+        len: u64,
+    ) -> Result<(Around<'_>, &mut [u8]), MemError> {
+        let i = self.index(addr, len)?;
+        let (below, rest) = self.bytes.split_at_mut(i);
+        let (hole, above) = rest.split_at_mut(len as usize);
+        let around = Around {
+            name: self.name,
+            base: self.base,
+            below,
+            hole: (addr, addr + len),
+            above,
+        };
+        Ok((around, hole))
+    }
 }
 
 /// Bytes read by address: a whole [`Memory`], or what lies around a range of one
@@ -129,27 +148,6 @@ impl ReadBytes for Around<'_> {
             end: hi + self.above.len() as u64,
         })?;
         Ok(&bytes[i..i + len as usize])
-    }
-}
-
-impl Memory {
-    /// The bytes `[addr, addr + len)`, writable, and the rest of the memory, readable.
-    pub fn split_around(
-        &mut self,
-        addr: u64,
-        len: u64,
-    ) -> Result<(Around<'_>, &mut [u8]), MemError> {
-        let i = self.index(addr, len)?;
-        let (below, rest) = self.bytes.split_at_mut(i);
-        let (hole, above) = rest.split_at_mut(len as usize);
-        let around = Around {
-            name: self.name,
-            base: self.base,
-            below,
-            hole: (addr, addr + len),
-            above,
-        };
-        Ok((around, hole))
     }
 }
 

@@ -352,6 +352,7 @@ impl Planes<'_> {
         mut outs: Vec<&mut [u8]>,
     ) -> Result<(u64, Option<(u64, u64)>), ExecError> {
         let (n, cn) = (self.tile.pix.count, self.tile.cn as usize);
+        assert_eq!(outs.len(), cn, "one output run per channel");
         // One part of the channels per thread for a large enough tile (the same values
         // either way).
         let parts = if n * cn as u64 >= PAR_MIN_PLANE_VALUES {
