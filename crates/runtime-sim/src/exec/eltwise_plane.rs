@@ -198,6 +198,8 @@ fn available() -> bool {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::{PlaneKernel, Scaling};
+    use crate::exec::requant8::avx2::{clamp_lanes, clamp_store8};
+    use crate::exec::requant8::clamps;
     use nnac_isa::EltOp;
     use std::arch::x86_64::*;
 
@@ -255,20 +257,7 @@ mod avx2 {
         let (la, lb) = (Lanes::of(&ia.scaling), Lanes::of(&ib.scaling));
         let ly = Lanes::of(&p.scaling);
         let (za, zb) = (_mm256_set1_epi32(ia.zero), _mm256_set1_epi32(ib.zero));
-        let (sat_lo, sat_hi) = if p.k.signed { (-128, 127) } else { (0, 255) };
-        let clamps = [
-            _mm256_set1_epi32(i32::from(r.act_min)),
-            _mm256_set1_epi32(i32::from(r.act_max)),
-            _mm256_set1_epi32(sat_lo),
-            _mm256_set1_epi32(sat_hi),
-        ];
-        // The low byte of each i32 lane, to the low four bytes of each 128-bit half,
-        // then both halves' four bytes together.
-        let low_bytes = _mm256_setr_epi8(
-            0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, //
-            0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-        );
-        let halves = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
+        let clamps = clamp_lanes(clamps((r.act_min, r.act_max), p.k.signed));
         for i in (0..full).step_by(8) {
             let va = la.apply(values(a, i, ia.signed, za));
             let vb = lb.apply(values(b, i, ib.signed, zb));
@@ -277,17 +266,8 @@ mod avx2 {
                 EltOp::Max => _mm256_max_epi32(va, vb),
                 _ => _mm256_add_epi32(va, vb),
             };
-            let mut v = ly.apply(acc);
-            // FUSED_RELU's order: max act_min, min act_max, then the saturation.
-            v = _mm256_max_epi32(v, clamps[0]);
-            v = _mm256_min_epi32(v, clamps[1]);
-            v = _mm256_max_epi32(v, clamps[2]);
-            v = _mm256_min_epi32(v, clamps[3]);
-            let packed = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, low_bytes), halves);
-            _mm_storel_epi64(
-                out.as_mut_ptr().add(i) as *mut __m128i,
-                _mm256_castsi256_si128(packed),
-            );
+            // FUSED_RELU's clamps, then the saturation.
+            clamp_store8(ly.apply(acc), &clamps, out.as_mut_ptr().add(i));
         }
         full
     }

@@ -25,6 +25,13 @@ struct Octet {
     after: [i64; 8],
 }
 
+/// `[act_min, act_max, low, high]`: FUSED_RELU's clamps and the 8-bit saturation's, in
+/// the order they apply.
+pub fn clamps((act_min, act_max): (i16, i16), out_signed: bool) -> [i32; 4] {
+    let (lo, hi) = if out_signed { (-128, 127) } else { (0, 255) };
+    [i32::from(act_min), i32::from(act_max), lo, hi]
+}
+
 /// FUSED_RELU's per-channel constants as groups of eight channels (the last group
 /// padded with copies of channel 0's, whose results are not stored), and its clamps.
 #[derive(Debug, Clone)]
@@ -78,10 +85,9 @@ impl Octets {
                 }
             })
             .collect();
-        let (lo, hi) = if out_signed { (-128, 127) } else { (0, 255) };
         Some(Octets {
             groups,
-            clamps: [i32::from(act_min), i32::from(act_max), lo, hi],
+            clamps: clamps((act_min, act_max), out_signed),
         })
     }
 
@@ -108,16 +114,27 @@ impl Octets {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
+pub(super) mod avx2 {
     use super::{Octet, Octets};
     use std::arch::x86_64::*;
 
-    /// Safety: AVX2; `acc` and `out` of equal length, a multiple of 8, with a group
-    /// of `groups` for every eight values.
+    /// [`super::clamps`] in registers.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn row(o: &Octets, groups: &[Octet], acc: &[i32], out: &mut [u8]) {
-        debug_assert!(acc.len() == out.len() && acc.len() <= groups.len() * 8);
-        let [c0, c1, c2, c3] = o.clamps.map(|v| _mm256_set1_epi32(v));
+    pub unsafe fn clamp_lanes(clamps: [i32; 4]) -> [__m256i; 4] {
+        clamps.map(|v| _mm256_set1_epi32(v))
+    }
+
+    /// Clamps the eight i32 lanes of `v` (`clamps` from [`clamp_lanes`], in order)
+    /// and stores their low bytes, in order, at `out`.
+    ///
+    /// Safety: AVX2; `out` valid for 8 bytes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub unsafe fn clamp_store8(mut v: __m256i, clamps: &[__m256i; 4], out: *mut u8) {
+        v = _mm256_max_epi32(v, clamps[0]);
+        v = _mm256_min_epi32(v, clamps[1]);
+        v = _mm256_max_epi32(v, clamps[2]);
+        v = _mm256_min_epi32(v, clamps[3]);
         // The low byte of each i32 lane to the low four bytes of each 128-bit half,
         // then both halves' four bytes together.
         let low_bytes = _mm256_setr_epi8(
@@ -125,6 +142,16 @@ mod avx2 {
             0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
         );
         let halves = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
+        let packed = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, low_bytes), halves);
+        _mm_storel_epi64(out as *mut __m128i, _mm256_castsi256_si128(packed));
+    }
+
+    /// Safety: AVX2; `acc` and `out` of equal length, a multiple of 8, with a group
+    /// of `groups` for every eight values.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn row(o: &Octets, groups: &[Octet], acc: &[i32], out: &mut [u8]) {
+        debug_assert!(acc.len() == out.len() && acc.len() <= groups.len() * 8);
+        let clamps = clamp_lanes(o.clamps);
         let ld64 =
             |v: &[i64; 8], h: usize| _mm256_loadu_si256(v.as_ptr().add(4 * h) as *const __m256i);
         for (i, g) in groups.iter().take(acc.len() / 8).enumerate() {
@@ -139,16 +166,8 @@ mod avx2 {
             let even = scaled(0, a, m);
             let odd = scaled(1, _mm256_srli_epi64::<32>(a), _mm256_srli_epi64::<32>(m));
             // Every value fits in i32 (`Octets::new`): the low halves, in order.
-            let mut v = _mm256_blend_epi32::<0b1010_1010>(even, _mm256_slli_epi64::<32>(odd));
-            v = _mm256_max_epi32(v, c0);
-            v = _mm256_min_epi32(v, c1);
-            v = _mm256_max_epi32(v, c2);
-            v = _mm256_min_epi32(v, c3);
-            let packed = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, low_bytes), halves);
-            _mm_storel_epi64(
-                out.as_mut_ptr().add(8 * i) as *mut __m128i,
-                _mm256_castsi256_si128(packed),
-            );
+            let v = _mm256_blend_epi32::<0b1010_1010>(even, _mm256_slli_epi64::<32>(odd));
+            clamp_store8(v, &clamps, out.as_mut_ptr().add(8 * i));
         }
     }
 }
