@@ -210,7 +210,14 @@ impl<'p> Simulator<'p> {
     /// the SRAM and DRAM the previous frame left, as the hardware would.
     pub fn session(&self) -> Result<Session<'_, 'p>, SimError> {
         let hw = &self.program.meta.hw;
-        let sram = Memory::zeroed("SRAM", 0, hw.sram_bytes as usize);
+        let mut sram = Memory::zeroed("SRAM", 0, hw.sram_bytes as usize);
+        // The SRAM the prologue writes (the resident weights), faulted in on every
+        // thread before its copies run on one.
+        let prologue_writes: Vec<(usize, usize)> = (0..self.program.body_start())
+            .filter_map(|i| self.footprints.write_hull(i))
+            .map(|(lo, hi)| (lo as usize, hi as usize))
+            .collect();
+        crate::pages::fault_in(&mut sram.bytes, &prologue_writes);
         let mut engine = Engine::new(
             &self.program.instrs,
             &self.footprints,
