@@ -212,7 +212,7 @@ impl<'p> Simulator<'p> {
         let hw = &self.program.meta.hw;
         let mut sram = Memory::zeroed("SRAM", 0, hw.sram_bytes as usize);
         // The SRAM the prologue writes (the resident weights), faulted in on every
-        // thread before its copies run on one.
+        // thread before its copies run on one (SRAM addresses are offsets: base 0).
         let prologue_writes: Vec<(usize, usize)> = (0..self.program.body_start())
             .filter_map(|i| self.footprints.write_hull(i))
             .map(|(lo, hi)| (lo as usize, hi as usize))
