@@ -26,6 +26,9 @@ pub fn zeroed(len: usize) -> Vec<u8> {
     v
 }
 
+/// The kernel's base page size.
+const PAGE: usize = 4096;
+
 /// Bytes of memory one job of [`fault_in`] covers (a huge page).
 const JOB_BYTES: usize = 2 << 20;
 
@@ -37,7 +40,6 @@ const JOB_BYTES: usize = 2 << 20;
 /// thread); done here first, the clearing is spread over the threads.
 pub fn fault_in(buf: &mut [u8], ranges: &[(usize, usize)]) {
     use rayon::prelude::*;
-    const PAGE: usize = 4096;
     let meets = |lo: usize, hi: usize| ranges.iter().any(|&(a, b)| a < hi && lo < b);
     buf.par_chunks_mut(JOB_BYTES)
         .enumerate()
@@ -55,7 +57,6 @@ pub fn fault_in(buf: &mut [u8], ranges: &[(usize, usize)]) {
 /// Asks for huge pages for the whole pages inside `[ptr, ptr + len)`.
 #[cfg(target_os = "linux")]
 fn advise(ptr: *const u8, len: usize) {
-    const PAGE: usize = 4096;
     if len < MIN_BYTES {
         return;
     }
