@@ -3,15 +3,20 @@
 //! bytes (`code ^ xor`: biased for int8 inputs), in term order (ky, kx, ic).
 //!
 //! A planar input (channels a plane apart) makes each pixel's channels a strided
-//! byte gather. Where eight consecutive pixels of the block all read inside the input
-//! for a tap (every 1x1 convolution, the interior of larger kernels, at any stride,
-//! across rows), eight channels x eight pixels are loaded as eight words (one load
-//! each where the eight bytes are consecutive, stride 1 along a row), transposed in
-//! registers and stored as eight words; channels past the last multiple of eight (the
-//! three of an image) are copied byte by byte for the eight pixels. Positions in the
-//! padding are gathered pixel by pixel. A group of fewer than eight channels whose
-//! whole input is in SRAM (an image's three) is gathered pixel by pixel, tap by tap,
-//! straight from that input ([`gather_small`]).
+//! byte gather. The block's pixels go in groups of eight per tap: eight channels x
+//! eight pixels are read as eight words, transposed in registers and stored as eight
+//! words. Where the eight pixels read eight consecutive bytes (1x1 convolutions of
+//! dense planes, the interior of larger kernels at stride 1) a word is one load, and
+//! two such groups that follow each other are one group of sixteen (sixteen bytes per
+//! channel, SSE2 interleaves straight from SRAM into the patch rows); where a row
+//! ends or the padding begins inside the group, a word is one masked load per run of
+//! consecutive bytes with the padding's bytes added; strided pixels are read byte by
+//! byte. Channels past the last multiple of eight (the three of an image) are read a
+//! word per channel and stored byte by byte. Eight pixels all in the padding are
+//! filled, and the last pixels of a block short of eight are gathered pixel by
+//! pixel. A group of fewer than eight channels whose whole input is in SRAM (an
+//! image's three) is gathered pixel by pixel, tap by tap, straight from that input
+//! ([`gather_small`]).
 
 use super::dot_geom::DotGeom;
 use super::tensor::Strided;
@@ -91,94 +96,152 @@ fn transpose8_swar(a: &mut [u64; 8]) {
     }
 }
 
-/// Eight pixels' addresses of a tap, all inside the input: the lowest, each
-/// pixel's distance from it, and how a channel's eight bytes are read.
+/// Eight pixels' addresses of a tap, at least one of them inside the input: the
+/// lowest inside, each inside pixel's distance from it, which pixels are inside, and
+/// how a channel's eight bytes are read.
 struct Group8 {
     a0: u64,
+    /// `delta[q]`: pixel `q`'s distance from `a0` (0 for a pixel outside).
     delta: [usize; 8],
-    /// Bytes of one channel from `a0` the group reads (at least 8).
+    /// Byte `q` is 0xFF where pixel `q` reads the input, 0 where it is padding.
+    inside: u64,
+    /// The padding pixels' bytes (the word's other bytes are 0).
+    fill: u64,
+    /// Bytes of one channel from `a0` the group's loads may read (at least its
+    /// span, the largest `delta` plus one).
     len: usize,
     read: Read8,
 }
 
-/// How the eight bytes of one channel of a [`Group8`] are read.
-#[derive(Clone, Copy)]
-enum Read8 {
-    /// Byte `q` at `delta[q] = q`: one word load.
-    Consecutive,
-    /// Runs of consecutive pixels reading consecutive bytes (a row end inside the
-    /// group): for each run one word load at `base` (byte `q` of the word is pixel
-    /// `q`'s when `q` is in the run) masked to the run's bytes; `count` runs.
-    Runs {
-        runs: [(usize, u64); 8],
-        count: usize,
-    },
-    /// Byte by byte (strided pixels).
-    Bytes,
-}
-
 impl Group8 {
-    /// The group if all eight addresses are inside the input.
-    fn of(offs: &[Option<u64>]) -> Option<Group8> {
-        let mut a = [0u64; 8];
-        for (d, o) in a.iter_mut().zip(offs) {
-            *d = (*o)?;
+    /// The group of the eight pixels' addresses (`None`: padding, whose patch byte
+    /// is `padx` before the XOR), if any of them is inside the input; its reads are
+    /// chosen later ([`Group8::reading`]).
+    fn of(offs: &[Option<u64>], padx: u8) -> Option<Group8> {
+        let a0 = offs[..8].iter().flatten().min().copied()?;
+        let mut delta = [0usize; 8];
+        let (mut inside, mut fill) = (0u64, 0u64);
+        for (q, o) in offs[..8].iter().enumerate() {
+            match o {
+                Some(a) => {
+                    delta[q] = (a - a0) as usize;
+                    inside |= 0xFF << (8 * q);
+                }
+                None => fill |= u64::from(padx) << (8 * q),
+            }
         }
-        let a0 = *a.iter().min()?;
-        let delta: [usize; 8] = std::array::from_fn(|q| (a[q] - a0) as usize);
-        let len = delta.iter().max().copied().unwrap_or(0).max(7) + 1;
         Some(Group8 {
             a0,
             delta,
-            len,
-            read: Read8::of(&delta, len),
+            inside,
+            fill,
+            len: 0,
+            read: Read8::Bytes,
         })
     }
 
+    /// Bytes of one channel from `a0` up to the last one an inside pixel reads.
+    fn span(&self) -> usize {
+        let inside = |q: usize| self.inside >> (8 * q) & 0xFF != 0;
+        (0..8)
+            .filter(|&q| inside(q))
+            .map(|q| self.delta[q])
+            .max()
+            .unwrap_or(0)
+            + 1
+    }
+
+    /// The group reading `len` bytes of each channel (at least its span).
+    fn reading(self, len: usize) -> Group8 {
+        let read = Read8::of(&self.delta, self.inside, len);
+        Group8 { len, read, ..self }
+    }
+
     /// The eight bytes of the channel whose bytes start at `row[0]` (`row` holds at
-    /// least [`Group8::len`] bytes), byte `q` = pixel `q`'s.
+    /// least [`Group8::len`] bytes), byte `q` = pixel `q`'s, or the padding's.
     #[inline(always)]
     fn word(&self, row: &[u8]) -> u64 {
         let load = |at: usize| u64::from_le_bytes(row[at..at + 8].try_into().expect("8 bytes"));
         match self.read {
             Read8::Consecutive => load(0),
-            Read8::Runs { runs, count } => runs[..count]
-                .iter()
-                .fold(0, |w, &(base, mask)| w | (load(base) & mask)),
+            Read8::Runs { runs, count } => {
+                let read = runs[..count].iter().fold(0, |w, r| {
+                    let v = load(r.at);
+                    let v = if r.shift >= 0 {
+                        v << r.shift
+                    } else {
+                        v >> -r.shift
+                    };
+                    w | (v & r.mask)
+                });
+                read | self.fill
+            }
             Read8::Bytes => {
                 let row = &row[..self.len];
                 let d = &self.delta;
-                u64::from_le_bytes([
+                let w = u64::from_le_bytes([
                     row[d[0]], row[d[1]], row[d[2]], row[d[3]], row[d[4]], row[d[5]], row[d[6]],
                     row[d[7]],
-                ])
+                ]);
+                (w & self.inside) | self.fill
             }
         }
     }
 }
 
+/// One word load of a [`Read8::Runs`]: the eight bytes at `at`, shifted left by
+/// `shift` bits (right if negative), masked to the run's bytes.
+#[derive(Clone, Copy, Default)]
+struct Run {
+    at: usize,
+    shift: i32,
+    mask: u64,
+}
+
+/// How the eight bytes of one channel of a [`Group8`] are read.
+#[derive(Clone, Copy)]
+enum Read8 {
+    /// All eight inside, byte `q` at `delta[q] = q`: one word load.
+    Consecutive,
+    /// Runs of consecutive inside pixels reading consecutive bytes (a row end or
+    /// padding inside the group): one word load per run, moved to the run's pixels
+    /// and masked to them; `count` runs; the padding's bytes added.
+    Runs { runs: [Run; 8], count: usize },
+    /// Byte by byte (strided pixels); the padding's bytes added.
+    Bytes,
+}
+
 impl Read8 {
-    /// The cheapest way to read `delta`'s bytes within `len` bytes.
-    fn of(delta: &[usize; 8], len: usize) -> Read8 {
-        if delta.iter().enumerate().all(|(q, &d)| d == q) {
+    /// The cheapest way to read the inside pixels' bytes (`inside`, as in
+    /// [`Group8`]) at `delta` within `len` bytes.
+    fn of(delta: &[usize; 8], inside: u64, len: usize) -> Read8 {
+        let is_in = |q: usize| inside >> (8 * q) & 0xFF != 0;
+        if inside == u64::MAX && delta.iter().enumerate().all(|(q, &d)| d == q) {
             return Read8::Consecutive;
         }
-        let mut runs = [(0usize, 0u64); 8];
+        if len < 8 {
+            return Read8::Bytes;
+        }
+        let mut runs = [Run::default(); 8];
         let mut count = 0;
         let mut q = 0;
         while q < 8 {
+            if !is_in(q) {
+                q += 1;
+                continue;
+            }
             let start = q;
-            while q + 1 < 8 && delta[q + 1] == delta[q] + 1 {
+            while q + 1 < 8 && is_in(q + 1) && delta[q + 1] == delta[q] + 1 {
                 q += 1;
             }
             q += 1;
-            // The word at `base` has pixel `start`'s byte at position `start`.
-            let Some(base) = delta[start].checked_sub(start).filter(|b| b + 8 <= len) else {
-                return Read8::Bytes;
-            };
+            // A window of eight bytes inside `len` holding the run's `q - start`
+            // bytes: pixel `j`'s byte is at `delta[j] - at` in it, moved to `j`.
+            let at = delta[start].min(len - 8);
+            let shift = 8 * (start as i32 - (delta[start] - at) as i32);
             let bytes = (q - start) as u32;
             let mask = (u64::MAX >> (64 - 8 * bytes)) << (8 * start);
-            runs[count] = (base, mask);
+            runs[count] = Run { at, shift, mask };
             count += 1;
         }
         // Pixels one by one (strided) read no faster as runs than as bytes.
@@ -195,49 +258,153 @@ struct Patch<'d> {
     kpad: usize,
 }
 
-/// A group of eight pixels of one tap with its source bytes: channel `c` of pixel
-/// `p + q` is `src[c * cp + g.delta[q]]`.
+/// A group of eight pixels of one tap with its source bytes (`pixels` 16: it and
+/// the next eight pixels' group, both [`Read8::Consecutive`] and reading the next
+/// eight bytes): channel `c` of pixel `p + q` is `src[c * cp + g.delta[q]]` (`+ q`
+/// for the second eight).
 struct Run8<'s> {
     p: usize,
     g: Group8,
     src: &'s [u8],
+    pixels: usize,
 }
 
 impl Run8<'_> {
-    /// Channels `cb..cb + 8` of the eight pixels, one word per channel (byte `q` =
-    /// pixel `p + q`).
+    /// Channels `cb..cb + 8` of the eight pixels from `p + 8 * half`, one word per
+    /// channel (byte `q` = pixel `p + 8 * half + q`'s).
     #[inline(always)]
-    fn words(&self, cb: usize, cp: usize) -> [u64; 8] {
+    fn words(&self, cb: usize, cp: usize, half: usize) -> [u64; 8] {
         let mut a = [0u64; 8];
         for (r, w) in a.iter_mut().enumerate() {
-            *w = self.g.word(&self.src[(cb + r) * cp..]);
+            *w = self.g.word(&self.src[(cb + r) * cp + 8 * half..]);
         }
         a
     }
 }
 
+/// Adds `run` to `runs`, or widens the last run to 16 pixels if `run` continues it
+/// (both read consecutive bytes, the next eight pixels' the next eight bytes);
+/// `bytes(len)` is the length of a group's source reading `len` bytes per channel.
+fn push_run<'m>(
+    runs: &mut Vec<Run8<'m>>,
+    run: Run8<'m>,
+    sram: &'m Memory,
+    bytes: impl Fn(usize) -> u64,
+) -> Result<(), ExecError> {
+    let consecutive = |r: &Run8<'_>| matches!(r.g.read, Read8::Consecutive);
+    match runs.last_mut() {
+        Some(last)
+            if last.pixels == 8
+                && consecutive(last)
+                && consecutive(&run)
+                && last.p + 8 == run.p
+                && last.g.a0 + 8 == run.g.a0 =>
+        {
+            // The union of the two groups' sources, both in SRAM.
+            last.src = sram.slice(last.g.a0, bytes(16))?;
+            last.pixels = 16;
+        }
+        _ => runs.push(run),
+    }
+    Ok(())
+}
+
+/// Channels `cb .. cb + 8` of `width` (8 or 16) pixels that read consecutive bytes
+/// (channel `c`'s from `src[c * cp]`), XORed with `xor`, into the patch rows of
+/// `kpad` bytes from `dst[0]` (the first pixel's channel `cb`): each channel's bytes
+/// one load, transposed in registers, each pixel's eight bytes one store.
+#[cfg(target_arch = "x86_64")]
+fn consecutive_block(
+    src: &[u8],
+    (cp, cb, width): (usize, usize, usize),
+    dst: &mut [u8],
+    kpad: usize,
+    xor: u8,
+) {
+    use std::arch::x86_64::*;
+    assert!(width == 8 || width == 16);
+    assert!((cb + 7) * cp + width <= src.len());
+    assert!((width - 1) * kpad + 8 <= dst.len());
+    // SAFETY: SSE2 is part of every x86-64 CPU; the asserts bound the loads (`width`
+    // bytes of each of the eight channels) and the stores (eight bytes at each of the
+    // `width` rows).
+    unsafe {
+        let s = src.as_ptr().add(cb * cp);
+        let r: [__m128i; 8] = std::array::from_fn(|c| {
+            let at = s.add(c * cp) as *const __m128i;
+            if width == 16 {
+                _mm_loadu_si128(at)
+            } else {
+                _mm_loadl_epi64(at)
+            }
+        });
+        let x = _mm_set1_epi8(xor as i8);
+        let d = dst.as_mut_ptr();
+        for half in 0..width / 8 {
+            // Channels (2i, 2i + 1) of the half's eight pixels, byte-interleaved.
+            let a: [__m128i; 4] = std::array::from_fn(|i| {
+                if half == 0 {
+                    _mm_unpacklo_epi8(r[2 * i], r[2 * i + 1])
+                } else {
+                    _mm_unpackhi_epi8(r[2 * i], r[2 * i + 1])
+                }
+            });
+            // Pixels 0-3 and 4-7, channels 0-3 and 4-7.
+            let b = [
+                _mm_unpacklo_epi16(a[0], a[1]),
+                _mm_unpackhi_epi16(a[0], a[1]),
+                _mm_unpacklo_epi16(a[2], a[3]),
+                _mm_unpackhi_epi16(a[2], a[3]),
+            ];
+            // Pixels (0, 1), (2, 3), (4, 5), (6, 7), eight channels each.
+            let c = [
+                _mm_unpacklo_epi32(b[0], b[2]),
+                _mm_unpackhi_epi32(b[0], b[2]),
+                _mm_unpacklo_epi32(b[1], b[3]),
+                _mm_unpackhi_epi32(b[1], b[3]),
+            ];
+            for (i, v) in c.into_iter().enumerate() {
+                let v = _mm_xor_si128(v, x);
+                let q = 8 * half + 2 * i;
+                _mm_storel_epi64(d.add(q * kpad) as *mut __m128i, v);
+                _mm_storeh_pd(d.add((q + 1) * kpad) as *mut f64, _mm_castsi128_pd(v));
+            }
+        }
+    }
+}
+
 impl Patch<'_> {
-    /// Channels `0..icpg` of every group's eight pixels for the tap at term `t`,
-    /// channels `cp` bytes apart: channel blocks outside, groups inside, so each
-    /// block's source lines are read once while they are in the cache.
+    /// Channels `0..icpg` of every group's pixels for the tap at term `t`, channels
+    /// `cp` bytes apart: channel blocks outside, groups inside, so each block's
+    /// source lines are read once while they are in the cache.
     fn transposed(&mut self, runs: &[Run8<'_>], cp: usize, icpg: usize, t: usize, xor: u8) {
         let x = u64::from_ne_bytes([xor; 8]);
         let full = icpg / 8 * 8;
         for cb in (0..full).step_by(8) {
             for run in runs {
-                let mut a = run.words(cb, cp);
-                transpose8(&mut a);
-                for (q, w) in a.iter().enumerate() {
-                    let at = (run.p + q) * self.kpad + t + cb;
-                    self.dst[at..at + 8].copy_from_slice(&(w ^ x).to_le_bytes());
+                #[cfg(target_arch = "x86_64")]
+                if matches!(run.g.read, Read8::Consecutive) {
+                    let dst = &mut self.dst[run.p * self.kpad + t + cb..];
+                    consecutive_block(run.src, (cp, cb, run.pixels), dst, self.kpad, xor);
+                    continue;
+                }
+                for half in 0..run.pixels / 8 {
+                    let mut a = run.words(cb, cp, half);
+                    transpose8(&mut a);
+                    for (q, w) in a.iter().enumerate() {
+                        let at = (run.p + 8 * half + q) * self.kpad + t + cb;
+                        self.dst[at..at + 8].copy_from_slice(&(w ^ x).to_le_bytes());
+                    }
                 }
             }
         }
         for run in runs {
             for c in full..icpg {
-                for q in 0..8 {
-                    self.dst[(run.p + q) * self.kpad + t + c] =
-                        run.src[c * cp + run.g.delta[q]] ^ xor;
+                for half in 0..run.pixels / 8 {
+                    let w = run.g.word(&run.src[c * cp + 8 * half..]) ^ x;
+                    for (q, b) in w.to_le_bytes().into_iter().enumerate() {
+                        self.dst[(run.p + 8 * half + q) * self.kpad + t + c] = b;
+                    }
                 }
             }
         }
@@ -298,12 +465,35 @@ fn gather_groups(
             runs.clear();
             let mut p = 0;
             while p < n {
-                if let Some(g8) = (cp > 1 && p + 8 <= n)
-                    .then(|| Group8::of(&offs[p..p + 8]))
-                    .flatten()
-                {
-                    let src = sram.slice(g8.a0, (icpg as u64 - 1) * cp + g8.len as u64)?;
-                    runs.push(Run8 { p, g: g8, src });
+                if cp > 1 && p + 8 <= n {
+                    let bytes = |len: usize| (icpg as u64 - 1) * cp + len as u64;
+                    let Some(g8) = Group8::of(&offs[p..p + 8], pad ^ xor) else {
+                        // All eight in the padding.
+                        patch.dst[p * kpad..(p + 8) * kpad]
+                            .chunks_exact_mut(kpad)
+                            .for_each(|row| row[t..t + icpg].fill(pad));
+                        p += 8;
+                        continue;
+                    };
+                    // Whole words where SRAM holds them (a word may reach past the
+                    // group's last byte), else the group's bytes alone.
+                    let span = g8.span();
+                    let (src, len) = match sram.slice(g8.a0, bytes(span.max(8))) {
+                        Ok(src) => (src, span.max(8)),
+                        Err(_) => (sram.slice(g8.a0, bytes(span))?, span),
+                    };
+                    let g = g8.reading(len);
+                    push_run(
+                        &mut runs,
+                        Run8 {
+                            p,
+                            g,
+                            src,
+                            pixels: 8,
+                        },
+                        sram,
+                        bytes,
+                    )?;
                     p += 8;
                     continue;
                 }
@@ -427,78 +617,118 @@ mod tests {
         }
     }
 
-    /// Both gathers of a small group give the same patch bytes: strides, dilations,
-    /// pads, pitches (planar and pixel-interleaved), groups, DECONV's gather form.
+    /// A random geometry: `small`, groups of fewer than eight channels and extents
+    /// up to 12 (the small groups' gather); else up to 40 channels a group (whole
+    /// blocks of eight and a rest) and extents up to 30, the 1 x 1 and 3 x 3 layers'
+    /// own output extents half the time. Planar inputs with dense and padded rows,
+    /// pixel-interleaved ones, strides, dilations, pads, DECONV, tiles starting
+    /// anywhere.
+    fn random_geom(next: &mut impl FnMut(u64) -> u64, case: usize, small: bool) -> DotGeom {
+        let kind = [DotKind::Conv, DotKind::Deconv][usize::from(case.is_multiple_of(5))];
+        let (kh, kw) = [(1, 1), (3, 3), (1 + next(7), 1 + next(7))][case % 3];
+        let (sh, sw) = [(1, 1), (2, 2), (1 + next(3), 1 + next(3))][next(3) as usize];
+        let (dh, dw) = if next(4) == 0 {
+            (2, 1 + next(2))
+        } else {
+            (1, 1)
+        };
+        let (ext, chans) = if small { (12, 7) } else { (30, 40) };
+        let (in_h, in_w) = (1 + next(ext), 1 + next(ext));
+        let (icpg, groups) = (1 + next(chans), 1 + next(3));
+        let in_c = icpg * groups;
+        let (row_pitch, pix_pitch, chan_pitch) = match next(3) {
+            // Dense planes, planes with padded rows, interleaved pixels.
+            0 => (in_w, 1, in_w * in_h + next(3)),
+            1 => (in_w + 1 + next(5), 1, (in_w + 6) * in_h + next(7)),
+            _ => (in_w * in_c + next(3), in_c, 1),
+        };
+        let (out_h, out_w) = if kind == DotKind::Conv && next(2) == 0 {
+            (in_h.div_ceil(sh), in_w.div_ceil(sw))
+        } else {
+            (1 + next(ext), 1 + next(ext))
+        };
+        let start = next(out_h * out_w);
+        let count = 1 + next(out_h * out_w - start);
+        DotGeom {
+            kind,
+            in_h,
+            in_w,
+            in_c,
+            out_h,
+            out_w,
+            kh,
+            kw,
+            pad_top: next(kh) as i64,
+            pad_left: next(kw) as i64,
+            sh,
+            sw,
+            dh,
+            dw,
+            icpg,
+            pix: PixRange {
+                start,
+                count,
+                width: out_w,
+            },
+            input: ActView {
+                addr: 3,
+                row_pitch,
+                pix_pitch,
+                chan_pitch,
+            },
+            ..geom()
+        }
+    }
+
+    /// SRAM ending at the input's last byte (its last channel's last pixel), so a
+    /// read past the bytes a gather needs is an error.
+    fn sram_ending_at_input(g: &DotGeom) -> Memory {
+        let size = g.input.at(g.in_h - 1, g.in_w - 1, g.in_c - 1) + 1;
+        Memory {
+            name: "sram",
+            base: 0,
+            bytes: (0..size).map(|i| (i * 131 % 251) as u8).collect(),
+        }
+    }
+
+    /// The gathers against the definition on random geometries ([`random_geom`]),
+    /// small groups both ways (straight from the input and in groups of eight pixels).
     #[test]
-    fn small_groups_gather_as_the_general_path() {
-        let mut seed = 9u64;
+    fn gathers_equal_the_definition() {
+        let mut seed = 21u64;
         let mut next = |n: u64| {
             seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
             (seed >> 33) % n
         };
-        for case in 0..300 {
-            let kind = [DotKind::Conv, DotKind::Deconv][case % 2];
-            let (kh, kw) = (1 + next(7), 1 + next(7));
-            let (sh, sw, dh, dw) = (1 + next(3), 1 + next(3), 1 + next(2), 1 + next(2));
-            let (in_h, in_w) = (1 + next(12), 1 + next(12));
-            let (icpg, groups) = (1 + next(7), 1 + next(3));
-            let in_c = icpg * groups;
-            let planar = next(2) == 0;
-            let (row_pitch, pix_pitch, chan_pitch) = if planar {
-                (in_w + next(3), 1, (in_w + 3) * in_h + next(5))
-            } else {
-                (in_w * in_c + next(3), in_c, 1)
-            };
-            let (out_h, out_w) = (1 + next(9), 1 + next(9));
-            let start = next(out_h * out_w);
-            let count = 1 + next(out_h * out_w - start);
-            let g = DotGeom {
-                kind,
-                in_h,
-                in_w,
-                in_c,
-                out_h,
-                out_w,
-                kh,
-                kw,
-                pad_top: next(kh) as i64,
-                pad_left: next(kw) as i64,
-                sh,
-                sw,
-                dh,
-                dw,
-                icpg,
-                pix: PixRange {
-                    start,
-                    count,
-                    width: out_w,
-                },
-                input: ActView {
-                    addr: 5,
-                    row_pitch,
-                    pix_pitch,
-                    chan_pitch,
-                },
-                ..geom()
-            };
-            let size = 5 + in_h * row_pitch + in_w * pix_pitch + in_c * chan_pitch;
-            let sram = Memory {
-                name: "sram",
-                base: 0,
-                bytes: (0..size).map(|i| (i * 131 % 251) as u8).collect(),
-            };
-            let kpad = (kh * kw * icpg) as usize + next(20) as usize;
-            let yx: Vec<(u64, u64)> = (start..start + count).map(|p| g.pix.yx(p)).collect();
-            let group = next(groups);
-            let c0 = group * icpg;
-            let (pad, xor) = (next(256) as u8, [0, 0x80][next(2) as usize]);
-            let mut small = vec![0xEE; yx.len() * kpad];
-            let input = group_input(&g, &sram, c0).expect("the input is in SRAM");
-            gather_small(&g, input, &yx, (kpad, pad, xor), &mut small);
-            let mut general = vec![0xDD; yx.len() * kpad];
-            gather_groups(&g, &sram, &yx, c0, (kpad, pad, xor), &mut general).unwrap();
-            assert_eq!(small, general, "case {case}: {g:?}");
+        let mut sixteens = 0;
+        for case in 0..700usize {
+            let small = case.is_multiple_of(4);
+            let g = random_geom(&mut next, case, small);
+            let sram = sram_ending_at_input(&g);
+            let kpad = (g.kh * g.kw * g.icpg) as usize + next(20) as usize;
+            let pixels = g.pix.start..g.pix.start + g.pix.count;
+            let yx: Vec<(u64, u64)> = pixels.clone().map(|p| g.pix.yx(p)).collect();
+            let group = next(g.in_c / g.icpg);
+            let c0 = group * g.icpg;
+            let form = (kpad, next(256) as u8, [0, 0x80][next(2) as usize]);
+            let want = gather_plain(&g, &sram, &yx, c0, form);
+            let mut got = vec![0xDD; yx.len() * kpad];
+            gather_bytes(&g, &sram, pixels, group, kpad, form.1, form.2, &mut got).unwrap();
+            assert_eq!(got, want, "case {case}: {g:?}");
+            let mut general = vec![0xEE; yx.len() * kpad];
+            gather_groups(&g, &sram, &yx, c0, form, &mut general).unwrap();
+            assert_eq!(general, want, "case {case}: {g:?}");
+            if small {
+                let input = group_input(&g, &sram, c0).expect("the input is in SRAM");
+                let mut direct = vec![0xCC; yx.len() * kpad];
+                gather_small(&g, input, &yx, form, &mut direct);
+                assert_eq!(direct, want, "case {case}: {g:?}");
+            }
+            let dense_1x1 =
+                g.input.pix_pitch == 1 && g.input.row_pitch == g.in_w && g.kh * g.kw == 1;
+            sixteens += usize::from(dense_1x1 && g.sw == 1 && g.icpg >= 8 && g.pix.count >= 16);
         }
+        assert!(sixteens >= 5, "{sixteens} cases with groups of sixteen");
     }
 
     /// An input whose extents and pitches overflow u64 together is not taken whole
@@ -539,15 +769,76 @@ mod tests {
             [0, 1, 9, 10, 18, 19, 27, 28],
             [7, 6, 5, 4, 3, 2, 1, 0],
         ];
+        let padx = 0xC3;
+        // Every case with every set of pixels in the padding (the first, the last,
+        // both, one in the middle, all but one), each read within its span and
+        // within whole words.
+        let outside = [0u8, 0b1, 0b1000_0000, 0b1000_0001, 0b0001_0000, 0b1111_1110];
         for delta in cases {
-            let offs: Vec<Option<u64>> = delta.iter().map(|&d| Some(100 + d as u64)).collect();
-            let g = Group8::of(&offs).expect("all inside");
-            let want = u64::from_le_bytes(std::array::from_fn(|q| row[delta[q]]));
-            assert_eq!(g.word(&row[..g.len]), want, "{delta:?}");
+            for out in outside {
+                let offs: Vec<Option<u64>> = (0..8)
+                    .map(|q| (out >> q & 1 == 0).then_some(100 + delta[q] as u64))
+                    .collect();
+                let span = Group8::of(&offs, padx).expect("a pixel inside").span();
+                let lowest = (0..8)
+                    .filter(|&q| out >> q & 1 == 0)
+                    .map(|q| delta[q])
+                    .min();
+                let base = lowest.unwrap();
+                let want = u64::from_le_bytes(std::array::from_fn(|q| match offs[q] {
+                    Some(_) => row[delta[q]],
+                    None => padx,
+                }));
+                for len in [span, span.max(8), span + 9] {
+                    let g = Group8::of(&offs, padx).unwrap().reading(len);
+                    assert_eq!(
+                        g.word(&row[base..base + len]),
+                        want,
+                        "{delta:?} outside {out:#b} len {len}"
+                    );
+                }
+            }
         }
-        let runs = |d: [usize; 8]| matches!(Read8::of(&d, 40), Read8::Runs { .. });
+        assert!(Group8::of(&[None; 8], padx).is_none());
+        let runs = |d: [usize; 8]| matches!(Read8::of(&d, u64::MAX, 40), Read8::Runs { .. });
         assert!(runs([0, 1, 2, 3, 28, 29, 30, 31]));
         assert!(!runs([0, 2, 4, 6, 8, 10, 12, 14]));
+        // The row's end inside the group: one load each side, the first's last bytes
+        // and the second's first masked off.
+        let consecutive =
+            |d: [usize; 8], inside: u64| matches!(Read8::of(&d, inside, 8), Read8::Consecutive);
+        assert!(consecutive([0, 1, 2, 3, 4, 5, 6, 7], u64::MAX));
+        assert!(!consecutive([0, 1, 2, 3, 4, 5, 6, 7], u64::MAX >> 8));
+    }
+
+    /// The patch bytes of one pixel, tap by tap, channel by channel: the plain
+    /// definition the gathers are held to.
+    fn gather_plain(
+        g: &DotGeom,
+        sram: &Memory,
+        yx: &[(u64, u64)],
+        c0: u64,
+        form: (usize, u8, u8),
+    ) -> Vec<u8> {
+        let (kpad, pad, xor) = form;
+        let mut dst = vec![0u8; yx.len() * kpad];
+        for (row, &(oy, ox)) in dst.chunks_exact_mut(kpad).zip(yx) {
+            let mut t = 0;
+            for ky in 0..g.kh {
+                for kx in 0..g.kw {
+                    for c in 0..g.icpg {
+                        row[t] = match (g.in_row(oy, ky), g.in_col(ox, kx)) {
+                            (Some(iy), Some(ix)) => {
+                                sram.bytes[g.input.at(iy, ix, c0 + c) as usize] ^ xor
+                            }
+                            _ => pad,
+                        };
+                        t += 1;
+                    }
+                }
+            }
+        }
+        dst
     }
 
     #[test]

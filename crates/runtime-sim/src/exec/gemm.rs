@@ -10,8 +10,10 @@
 //! for every pixel block broadcasts a pair of patch terms of one pixel and multiplies
 //! it with the term pairs of 8 channels at once (`vpmaddwd`), for blocks of 6 pixels x
 //! 16 channels (12 accumulator registers), in passes of at most 384 term pairs so a
-//! pass's widened weights and patch rows stay in the L1 cache; elsewhere a portable
-//! loop does the same arithmetic. Either form keeps one byte per weight: a frame
+//! pass's widened weights and patch rows stay in the L1 cache; while the first pixel
+//! block of a pass runs, the next block's converted rows are fetched into L2 (one
+//! prefetch per term pair), so their widening does not wait on memory; elsewhere a
+//! portable loop does the same arithmetic. Either form keeps one byte per weight: a frame
 //! streams the weights, which bounds the tiles with few pixels (a 7 x 7 plane's 49 on
 //! two threads). Converted pairs are one contiguous row per term pair (the kernel's
 //! fastest form: what a session keeps across frames); codes in place cost no
@@ -339,14 +341,22 @@ mod avx2 {
     /// `R` pixels x 16 channels over the widened term pairs of `w`, added to
     /// `acc`: per term pair, the pixel's two terms are broadcast and multiplied with
     /// the 8-channel pair vectors.
+    ///
+    /// With `PF`, one cache line of `ahead` is asked for per term pair (into L2):
+    /// the next block's converted rows, so its widening does not wait on memory.
     #[target_feature(enable = "avx2")]
-    unsafe fn block<const R: usize>(
+    unsafe fn block<const R: usize, const PF: bool>(
         mut acc: [[__m256i; 2]; R],
         a: *const i16,
         kpad: usize,
-        w: &Widened,
+        (w, ahead): (&Widened, Ahead),
     ) -> [[__m256i; 2]; R] {
         for k2 in 0..w.pairs {
+            if PF {
+                // A hint: the address need not be valid (`wrapping_add`).
+                let line = ahead.base.wrapping_add(k2 * ahead.stride);
+                _mm_prefetch::<_MM_HINT_T1>(line as *const i8);
+            }
             let (w0, w1) = w.pair(k2);
             for (r, acc) in acc.iter_mut().enumerate() {
                 let pair = (a.add(r * kpad + 2 * k2) as *const i32).read_unaligned();
@@ -409,18 +419,50 @@ mod avx2 {
 
     /// `R` rows from `r` of one pass (`k0`: its first term pair) of one channel
     /// block (`n` channels from `cb`) on the pass's widened weights.
+    /// (`ahead`: where the next block's rows are, if they are to be fetched.)
     #[target_feature(enable = "avx2")]
     unsafe fn rows<const R: usize>(
         (a, kpad): (&[i16], usize),
         r: usize,
-        (w, k0): (&Widened, usize),
+        (w, k0, ahead): (&Widened, usize, Option<Ahead>),
         out: &mut [i32],
         (cb, n, ldo): (usize, usize, usize),
     ) {
         let at = (r * ldo + cb, ldo, n);
         let acc = load::<R>(out, at, k0 == 0);
-        let acc = block::<R>(acc, a.as_ptr().add(r * kpad + 2 * k0), kpad, w);
+        let patch = a.as_ptr().add(r * kpad + 2 * k0);
+        let acc = match ahead {
+            Some(ahead) => block::<R, true>(acc, patch, kpad, (w, ahead)),
+            None => block::<R, false>(acc, patch, kpad, (w, Ahead::NONE)),
+        };
         store(&acc, out, at);
+    }
+
+    /// The converted rows of the block after the current one: the first's address
+    /// and the distance between rows (bytes).
+    #[derive(Clone, Copy)]
+    struct Ahead {
+        base: *const u8,
+        stride: usize,
+    }
+
+    impl Ahead {
+        const NONE: Ahead = Ahead {
+            base: std::ptr::null(),
+            stride: 0,
+        };
+
+        /// The rows of channels from `c` of the pass from term pair `k0` in `w`'s
+        /// converted pairs (none for codes read in place).
+        fn of(w: Weights<'_>, c: usize, k0: usize) -> Option<Ahead> {
+            match w {
+                Weights::Pairs(p) => Some(Ahead {
+                    base: p.data.as_ptr().wrapping_add(k0 * p.ld + c) as *const u8,
+                    stride: 2 * p.ld,
+                }),
+                Weights::Codes(..) => None,
+            }
+        }
     }
 
     #[target_feature(enable = "avx2")]
@@ -442,7 +484,14 @@ mod avx2 {
             for cb in (0..cols).step_by(COLS_BLOCK) {
                 let n = COLS_BLOCK.min(cols - cb);
                 buf.fill::<SIGNED>(w, (c0 + cb, n), (k0, pairs));
-                let pass = (&buf, k0);
+                // The next block: the next channels of this pass, else the first of
+                // the next pass; fetched while the first pixel block runs.
+                let next = if cb + COLS_BLOCK < cols {
+                    Some((cb + COLS_BLOCK, k0))
+                } else {
+                    (k0 + PAIRS_PER_PASS < total).then_some((0, k0 + PAIRS_PER_PASS))
+                };
+                let mut ahead = next.and_then(|(cb, k0)| Ahead::of(w, c0 + cb, k0));
                 let chans = (cb, n, ldo);
                 // Near-equal blocks of at most 6 rows (8 = 4 + 4, 25 = 5 x 5): a
                 // block of one or two rows is bound by its weight loads (8 rows as
@@ -451,6 +500,7 @@ mod avx2 {
                 let mut r = 0;
                 for b in 0..blocks {
                     let n = rows_n / blocks + usize::from(b < rows_n % blocks);
+                    let pass = (&buf, k0, ahead.take());
                     match n {
                         1 => rows::<1>(patch, r, pass, out, chans),
                         2 => rows::<2>(patch, r, pass, out, chans),
