@@ -18,6 +18,7 @@
 // with `cargo doc --document-private-items`.
 #![allow(rustdoc::private_intra_doc_links)]
 
+mod awake;
 mod engine;
 mod error;
 pub mod exec;

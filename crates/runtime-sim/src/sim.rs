@@ -301,8 +301,9 @@ impl Session<'_, '_> {
         let segs = self.first_body..self.engine.segment_count();
         let engine = &mut self.engine;
         // On a worker of the thread pool: an instruction's parallel blocks then start
-        // beside this thread instead of handing the work over and waiting for it.
-        rayon::scope(|_| {
+        // beside this thread instead of handing the work over and waiting for it; the
+        // other workers poll for them instead of sleeping between instructions.
+        crate::awake::run_awake(|| {
             engine.run(sim.schedule, segs, &mut |k, dram, stats| {
                 while let Some(p) = host_ops.get(next).filter(|p| p.rec.segment as usize == k) {
                     host::run(p, dram)?;
