@@ -258,10 +258,10 @@ struct Patch<'d> {
     kpad: usize,
 }
 
-/// A group of eight pixels of one tap with its source bytes (`pixels` 16: it and
-/// the next eight pixels' group, both [`Read8::Consecutive`] and reading the next
-/// eight bytes): channel `c` of pixel `p + q` is `src[c * cp + g.delta[q]]` (`+ q`
-/// for the second eight).
+/// A group of eight pixels of one tap with its source bytes: channel `c` of pixel
+/// `p + q` is `src[c * cp + g.delta[q]]`. With `pixels` 16 it holds the next eight
+/// pixels' group too, both [`Read8::Consecutive`], the second reading the next eight
+/// bytes: channel `c` of pixel `p + q` is `src[c * cp + q]` for every `q < 16`.
 struct Run8<'s> {
     p: usize,
     g: Group8,
