@@ -97,9 +97,8 @@ fn transpose8_swar(a: &mut [u64; 8]) {
 }
 
 /// Eight pixels' addresses of a tap, at least one of them inside the input: the
-/// lowest inside, each inside pixel's distance from it, which pixels are inside, and
-/// how a channel's eight bytes are read.
-struct Group8 {
+/// lowest inside, each inside pixel's distance from it, and which pixels are inside.
+struct Taps8 {
     a0: u64,
     /// `delta[q]`: pixel `q`'s distance from `a0` (0 for a pixel outside).
     delta: [usize; 8],
@@ -107,17 +106,12 @@ struct Group8 {
     inside: u64,
     /// The padding pixels' bytes (the word's other bytes are 0).
     fill: u64,
-    /// Bytes of one channel from `a0` the group's loads may read (at least its
-    /// span, the largest `delta` plus one).
-    len: usize,
-    read: Read8,
 }
 
-impl Group8 {
-    /// The group of the eight pixels' addresses (`None`: padding, whose patch byte
-    /// is `padx` before the XOR), if any of them is inside the input; its reads are
-    /// chosen later ([`Group8::reading`]).
-    fn of(offs: &[Option<u64>], padx: u8) -> Option<Group8> {
+impl Taps8 {
+    /// The eight pixels' addresses (`None`: padding, whose patch byte is `padx`
+    /// before the XOR), if any of them is inside the input.
+    fn of(offs: &[Option<u64>], padx: u8) -> Option<Taps8> {
         let a0 = offs[..8].iter().flatten().min().copied()?;
         let mut delta = [0usize; 8];
         let (mut inside, mut fill) = (0u64, 0u64);
@@ -130,13 +124,11 @@ impl Group8 {
                 None => fill |= u64::from(padx) << (8 * q),
             }
         }
-        Some(Group8 {
+        Some(Taps8 {
             a0,
             delta,
             inside,
             fill,
-            len: 0,
-            read: Read8::Bytes,
         })
     }
 
@@ -151,12 +143,27 @@ impl Group8 {
             + 1
     }
 
-    /// The group reading `len` bytes of each channel (at least its span).
+    /// The group reading `len` bytes of each channel (at least the span).
     fn reading(self, len: usize) -> Group8 {
         let read = Read8::of(&self.delta, self.inside, len);
-        Group8 { len, read, ..self }
+        Group8 {
+            taps: self,
+            len,
+            read,
+        }
     }
+}
 
+/// A [`Taps8`] and how a channel's eight bytes are read.
+struct Group8 {
+    taps: Taps8,
+    /// Bytes of one channel from `a0` the group's loads may read (at least its
+    /// span, the largest `delta` plus one).
+    len: usize,
+    read: Read8,
+}
+
+impl Group8 {
     /// The eight bytes of the channel whose bytes start at `row[0]` (`row` holds at
     /// least [`Group8::len`] bytes), byte `q` = pixel `q`'s, or the padding's.
     #[inline(always)]
@@ -174,16 +181,16 @@ impl Group8 {
                     };
                     w | (v & r.mask)
                 });
-                read | self.fill
+                read | self.taps.fill
             }
             Read8::Bytes => {
                 let row = &row[..self.len];
-                let d = &self.delta;
+                let d = &self.taps.delta;
                 let w = u64::from_le_bytes([
                     row[d[0]], row[d[1]], row[d[2]], row[d[3]], row[d[4]], row[d[5]], row[d[6]],
                     row[d[7]],
                 ]);
-                (w & self.inside) | self.fill
+                (w & self.taps.inside) | self.taps.fill
             }
         }
     }
@@ -259,7 +266,7 @@ struct Patch<'d> {
 }
 
 /// A group of eight pixels of one tap with its source bytes: channel `c` of pixel
-/// `p + q` is `src[c * cp + g.delta[q]]`. With `pixels` 16 it holds the next eight
+/// `p + q` is `src[c * cp + g.taps.delta[q]]`. With `pixels` 16 it holds the next eight
 /// pixels' group too, both [`Read8::Consecutive`], the second reading the next eight
 /// bytes: channel `c` of pixel `p + q` is `src[c * cp + q]` for every `q < 16`.
 struct Run8<'s> {
@@ -298,10 +305,10 @@ fn push_run<'m>(
                 && consecutive(last)
                 && consecutive(&run)
                 && last.p + 8 == run.p
-                && last.g.a0 + 8 == run.g.a0 =>
+                && last.g.taps.a0 + 8 == run.g.taps.a0 =>
         {
             // The union of the two groups' sources, both in SRAM.
-            last.src = sram.slice(last.g.a0, bytes(16))?;
+            last.src = sram.slice(last.g.taps.a0, bytes(16))?;
             last.pixels = 16;
         }
         _ => runs.push(run),
@@ -453,6 +460,8 @@ fn gather_groups(
     let mut offs: Vec<Option<u64>> = vec![None; n];
     let mut patch = Patch { dst, kpad };
     let mut runs = Vec::with_capacity(n / 8);
+    // The source bytes of a group reading `len` bytes of each of its channels.
+    let bytes = |len: usize| (icpg as u64 - 1) * cp + len as u64;
     let mut t = 0;
     for ky in 0..g.kh {
         for kx in 0..g.kw {
@@ -466,8 +475,7 @@ fn gather_groups(
             let mut p = 0;
             while p < n {
                 if cp > 1 && p + 8 <= n {
-                    let bytes = |len: usize| (icpg as u64 - 1) * cp + len as u64;
-                    let Some(g8) = Group8::of(&offs[p..p + 8], pad ^ xor) else {
+                    let Some(taps) = Taps8::of(&offs[p..p + 8], pad ^ xor) else {
                         // All eight in the padding.
                         patch.dst[p * kpad..(p + 8) * kpad]
                             .chunks_exact_mut(kpad)
@@ -477,12 +485,12 @@ fn gather_groups(
                     };
                     // Whole words where SRAM holds them (a word may reach past the
                     // group's last byte), else the group's bytes alone.
-                    let span = g8.span();
-                    let (src, len) = match sram.slice(g8.a0, bytes(span.max(8))) {
+                    let span = taps.span();
+                    let (src, len) = match sram.slice(taps.a0, bytes(span.max(8))) {
                         Ok(src) => (src, span.max(8)),
-                        Err(_) => (sram.slice(g8.a0, bytes(span))?, span),
+                        Err(_) => (sram.slice(taps.a0, bytes(span))?, span),
                     };
-                    let g = g8.reading(len);
+                    let g = taps.reading(len);
                     push_run(
                         &mut runs,
                         Run8 {
@@ -779,7 +787,7 @@ mod tests {
                 let offs: Vec<Option<u64>> = (0..8)
                     .map(|q| (out >> q & 1 == 0).then_some(100 + delta[q] as u64))
                     .collect();
-                let span = Group8::of(&offs, padx).expect("a pixel inside").span();
+                let span = Taps8::of(&offs, padx).expect("a pixel inside").span();
                 let lowest = (0..8)
                     .filter(|&q| out >> q & 1 == 0)
                     .map(|q| delta[q])
@@ -790,7 +798,7 @@ mod tests {
                     None => padx,
                 }));
                 for len in [span, span.max(8), span + 9] {
-                    let g = Group8::of(&offs, padx).unwrap().reading(len);
+                    let g = Taps8::of(&offs, padx).unwrap().reading(len);
                     assert_eq!(
                         g.word(&row[base..base + len]),
                         want,
@@ -799,7 +807,7 @@ mod tests {
                 }
             }
         }
-        assert!(Group8::of(&[None; 8], padx).is_none());
+        assert!(Taps8::of(&[None; 8], padx).is_none());
         let runs = |d: [usize; 8]| matches!(Read8::of(&d, u64::MAX, 40), Read8::Runs { .. });
         assert!(runs([0, 1, 2, 3, 28, 29, 30, 31]));
         assert!(!runs([0, 2, 4, 6, 8, 10, 12, 14]));
