@@ -34,22 +34,26 @@ const JOB_BYTES: usize = 2 << 20;
 
 /// Faults in, on every thread of the pool, the pages of `buf` that meet any of
 /// `ranges` (byte offsets `[lo, hi)`; clipped to the buffer), without changing a byte:
-/// each page's first byte is read and written back. The kernel clears a fresh page
-/// where it is first touched (on this VM about a tenth of a one-frame run's CPU
-/// samples, in the prologue's copies of the weights into the fresh SRAM, on one
-/// thread); done here first, the clearing is spread over the threads.
+/// each page's first byte has 0 added to it (one write access, no read before it).
+/// The kernel clears a fresh page where it is first touched (on one VM about a tenth
+/// of a one-frame run's CPU samples, in the prologue's copies of the weights into the
+/// fresh SRAM, on one thread); done here first, the clearing is spread over the
+/// threads.
 pub fn fault_in(buf: &mut [u8], ranges: &[(usize, usize)]) {
     use rayon::prelude::*;
+    use std::sync::atomic::{AtomicU8, Ordering};
     let meets = |lo: usize, hi: usize| ranges.iter().any(|&(a, b)| a < hi && lo < b);
     buf.par_chunks_mut(JOB_BYTES)
         .enumerate()
         .filter(|(k, job)| meets(k * JOB_BYTES, k * JOB_BYTES + job.len()))
         .for_each(|(_, job)| {
             for b in job.iter_mut().step_by(PAGE) {
-                // SAFETY: `b` is a valid, exclusive reference; the volatile accesses
-                // only keep the read and write (which the value does not change)
-                // from being optimised away.
-                unsafe { std::ptr::write_volatile(b, std::ptr::read_volatile(b)) };
+                // One write access that keeps the byte (adding 0): a read first would
+                // map the shared zero page, and the write after it would fault again
+                // to copy it (on a huge page, also flushing the other cores' TLBs).
+                // SAFETY: `b` is a valid, aligned, exclusive reference to a byte, so
+                // an atomic view of it is sound for as long as it is used here.
+                unsafe { AtomicU8::from_ptr(b) }.fetch_add(0, Ordering::Relaxed);
             }
         });
 }

@@ -579,14 +579,14 @@ fn gather_small(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::exec::dot_geom::DotKind;
     use crate::exec::tensor::{ActView, PixRange};
 
     /// A one-pixel 1 x 1 convolution of a 3-channel input at address 0; the tests
-    /// change what they need.
-    fn geom() -> DotGeom {
+    /// (here and in the weights' conversions) change what they need.
+    pub(crate) fn geom() -> DotGeom {
         let none = ActView {
             addr: 0,
             row_pitch: 0,

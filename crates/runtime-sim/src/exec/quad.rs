@@ -18,7 +18,8 @@
 
 use super::dot_geom::DotGeom;
 use super::lines::LineWords;
-use super::weights::{sram_term, weight_runs};
+use super::weights::{sram_term, weight_runs, PAR_MIN_WEIGHTS};
+use rayon::prelude::*;
 
 /// Channels one kernel block computes (three 16-lane registers).
 pub const COLS_BLOCK: usize = 48;
@@ -87,55 +88,84 @@ impl QuadWeights {
 
 /// The tile's signed weights as quads in the patch term order
 /// `kk = (ky * kernel_w + kx) * icpg + ic` (the SRAM layout of docs/ISA.md section 4,
-/// as read by [`super::weights::pair_weights`]).
+/// as read by [`super::weights::pair_weights`]). The rows are independent: a large
+/// tile's (a program's first frame converts every instruction's weights, on the
+/// engine's thread) are packed on every thread, each job summing its own rows.
 pub fn quad_weights(g: &DotGeom, bytes: &[u8], kpad: usize) -> QuadWeights {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: AVX2 is available (checked just above); the body is safe Rust.
-            return unsafe { quad_weights_avx2(g, bytes, kpad) };
-        }
-    }
-    quad_weights_plain(g, bytes, kpad)
-}
-
-/// [`quad_weights`] compiled for AVX2 (its packing loops run 8 channels wide).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn quad_weights_avx2(g: &DotGeom, bytes: &[u8], kpad: usize) -> QuadWeights {
-    quad_weights_plain(g, bytes, kpad)
-}
-
-#[inline(always)]
-fn quad_weights_plain(g: &DotGeom, bytes: &[u8], kpad: usize) -> QuadWeights {
     let k = g.k_terms() as usize;
-    let mut w = QuadWeights::zeroed(g.oc_count as usize, kpad);
+    let channels = g.oc_count as usize;
+    let mut w = QuadWeights::zeroed(channels, kpad);
+    let runs = weight_runs(g);
     let sram_term = sram_term(g);
-    let mut sums = vec![0i32; g.oc_count as usize];
-    let zeros = vec![0u8; g.oc_count as usize];
-    for run in weight_runs(g) {
-        let (c0, n) = (run.c0, run.n);
-        // The run's weights of term kk (zero past K).
-        let term = |kk: usize| match kk < k {
-            true => {
-                let t = run.off + sram_term(kk) * run.cols;
-                &bytes[t..t + n]
-            }
-            false => &zeros[..n],
-        };
-        for k4 in 0..kpad / 4 {
+    let zeros = vec![0u8; channels];
+    let pack = pack_quads_fn();
+    // Quad row `k4`'s words, its terms' signed sums added to `sums`.
+    let fill = |mut sums: Vec<i32>, (k4, row): (usize, &mut [u32])| {
+        for run in &runs {
+            // The run's weights of term kk (zero past K).
+            let term = |kk: usize| match kk < k {
+                true => {
+                    let t = run.off + sram_term(kk) * run.cols;
+                    &bytes[t..t + run.n]
+                }
+                false => &zeros[..run.n],
+            };
             let q = [
                 term(4 * k4),
                 term(4 * k4 + 1),
                 term(4 * k4 + 2),
                 term(4 * k4 + 3),
             ];
-            let row = &mut w.data[k4 * w.ld + c0..k4 * w.ld + c0 + n];
-            pack_quads(row, &mut sums[c0..c0 + n], q);
+            let cols = run.c0..run.c0 + run.n;
+            pack(&mut row[cols.clone()], &mut sums[cols], q);
         }
-    }
+        sums
+    };
+    let (ld, rows) = (w.ld, kpad / 4);
+    let sums = if k as u64 * g.oc_count >= PAR_MIN_WEIGHTS {
+        let add = |mut a: Vec<i32>, b: Vec<i32>| {
+            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+            a
+        };
+        w.data
+            .par_chunks_mut(ld)
+            .take(rows)
+            .enumerate()
+            .fold(|| vec![0i32; channels], fill)
+            .reduce(|| vec![0i32; channels], add)
+    } else {
+        w.data
+            .chunks_mut(ld)
+            .take(rows)
+            .enumerate()
+            .fold(vec![0i32; channels], fill)
+    };
     w.colsum = sums.iter().map(|&s| s * 128).collect();
     w
+}
+
+/// A packer of one row of quads ([`pack_quads`]): compiled for AVX2 where the CPU has it.
+type PackQuads = fn(&mut [u32], &mut [i32], [&[u8]; 4]);
+
+fn pack_quads_fn() -> PackQuads {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return |row, sums, q| {
+                // SAFETY: AVX2 is available (checked when this packer was chosen); the
+                // body is safe Rust.
+                unsafe { pack_quads_avx2(row, sums, q) }
+            };
+        }
+    }
+    pack_quads
+}
+
+/// [`pack_quads`] compiled for AVX2 (its loops run 8 channels wide).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pack_quads_avx2(row: &mut [u32], sums: &mut [i32], q: [&[u8]; 4]) {
+    pack_quads(row, sums, q)
 }
 
 /// `row[j]` = the four terms' bytes `q[0][j] .. q[3][j]` as one little-endian word,
@@ -359,6 +389,66 @@ mod tests {
             let mut port = vec![0i32; rows * cols];
             gemm_portable(&a, rows, &w, c0, cols, &mut port, cols);
             assert_eq!(port, want);
+        }
+    }
+
+    #[test]
+    fn converted_weights_are_the_sram_layout_in_patch_order() {
+        // (kh, kw, icpg, oc_start, oc_count, mac_cols, w_pitch): one weight group
+        // and two, a w_pitch, K not a multiple of 4; the last two of 2^15 weights or
+        // more (converted in parallel).
+        for (kh, kw, icpg, oc_start, oc_count, cols, w_pitch) in [
+            (1, 1, 5, 0, 7, 96, 0),
+            (3, 3, 3, 50, 20, 32, 0),
+            (1, 3, 6, 3, 10, 96, 13),
+            (3, 3, 64, 0, 96, 96, 0),
+            (3, 3, 57, 40, 96, 96, 0),
+        ] {
+            let g = DotGeom {
+                kh,
+                kw,
+                icpg,
+                ocpg: oc_start + oc_count,
+                oc_start,
+                oc_count,
+                mac_cols: cols,
+                w_pitch,
+                ..crate::exec::gather::tests::geom()
+            };
+            let (k, taps) = (g.k_terms(), kh * kw);
+            // docs/ISA.md section 4: vector t = ic * taps + tap of the channel's group,
+            // or `w_pitch` bytes apart; patch term kk = tap * icpg + ic.
+            let at = |kk: u64, c: u64| {
+                let t = (kk % icpg) * taps + kk / icpg;
+                if w_pitch != 0 {
+                    return (t * w_pitch + c) as usize;
+                }
+                let (oc, q0) = (oc_start + c, oc_start / cols);
+                ((oc / cols - q0) * k * cols + t * cols + oc % cols) as usize
+            };
+            let len = (0..k)
+                .flat_map(|kk| (0..oc_count).map(move |c| (kk, c)))
+                .map(|(kk, c)| at(kk, c) + 1)
+                .max()
+                .unwrap();
+            let bytes = random(len, &mut 7);
+            let kpad = padded_len(k as usize);
+            let w = quad_weights(&g, &bytes, kpad);
+            for c in 0..w.ld {
+                let mut sum = 0i32;
+                for kk in 0..kpad {
+                    let want = match (kk < k as usize, (c as u64) < oc_count) {
+                        (true, true) => bytes[at(kk as u64, c as u64)] as i8,
+                        _ => 0,
+                    };
+                    assert_eq!(w.at(kk, c), want, "term {kk} channel {c}");
+                    sum += i32::from(want);
+                }
+                if c < oc_count as usize {
+                    assert_eq!(w.colsum[c], 128 * sum, "channel {c}");
+                }
+            }
+            assert_eq!(w.colsum.len(), oc_count as usize);
         }
     }
 

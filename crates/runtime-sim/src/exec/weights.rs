@@ -171,7 +171,7 @@ pub fn pair_weights(g: &DotGeom, bytes: &[u8], signed: bool, kpad: usize) -> Pai
 }
 
 /// Weights (terms x channels) from which a tile's conversion runs in parallel.
-const PAR_MIN_WEIGHTS: u64 = 1 << 15;
+pub const PAR_MIN_WEIGHTS: u64 = 1 << 15;
 
 /// `dst[j] = pack_pair(lo[j], hi[j])`: the codes of two terms interleaved (a loop the
 /// compiler vectorises).
