@@ -1,6 +1,6 @@
 //! ELTWISE's fused plane kernel: one channel's run of pixels, from the two inputs'
-//! code bytes to the output bytes in one pass, eight values at a time (AVX2), for the
-//! common case: ADD or MAX, a lone FUSED_RELU epilogue, and rescaled inputs no two of
+//! code bytes to the output bytes in one pass, sixteen values at a time (AVX-512 F)
+//! or eight (AVX2; and a run's last values one by one), for the common case: ADD or MAX, a lone FUSED_RELU epilogue, and rescaled inputs no two of
 //! which combine past the accumulator. It computes what the general plane path
 //! (rescale tables, combine, wrap, [`super::postproc::Post::apply_chan`]) computes;
 //! where its conditions do not hold ([`PlaneOp::of`], [`PlaneKernel::new`] return
@@ -168,18 +168,65 @@ impl<'a> PlaneKernel<'a> {
         b: &[u8],
         out: &mut [u8],
     ) {
+        self.run_on((ta, tb), a, b, out, Lanes::widest());
+    }
+
+    /// [`PlaneKernel::run`] on vectors of at most `lanes` values (then eight, then
+    /// one by one): the same bytes at every width.
+    fn run_on(
+        &self,
+        (ta, tb): (&RescaleTable, &RescaleTable),
+        a: &[u8],
+        b: &[u8],
+        out: &mut [u8],
+        lanes: Lanes,
+    ) {
         assert!(a.len() >= out.len() && b.len() >= out.len());
-        // SAFETY: a kernel exists only where AVX2 does (`PlaneOp::of`); the assert
-        // above bounds the reads of `a` and `b`.
-        #[cfg(target_arch = "x86_64")]
-        let done = unsafe { avx2::run(self, a, b, out) };
+        let mut done = 0;
         #[cfg(not(target_arch = "x86_64"))]
-        let done = 0;
+        let _ = lanes;
+        #[cfg(target_arch = "x86_64")]
+        {
+            if lanes == Lanes::Sixteen {
+                // SAFETY: `Lanes::Sixteen` is only chosen where AVX-512 F is available
+                // (`Lanes::widest`); the assert above bounds the reads of `a` and `b`.
+                done = unsafe { avx512::run(self, a, b, out) };
+            }
+            if lanes != Lanes::One {
+                // SAFETY: a kernel exists only where AVX2 does (`PlaneOp::of`); the
+                // reads stay inside `a[done..]` and `b[done..]` as above.
+                done += unsafe { avx2::run(self, &a[done..], &b[done..], &mut out[done..]) };
+            }
+        }
         for ((o, &x), &y) in out[done..].iter_mut().zip(&a[done..]).zip(&b[done..]) {
             // In the accumulator's range: the i32 is the exact, unwrapped value.
             let acc = eltwise_combine(self.op.op, ta[usize::from(x)], tb[usize::from(y)]);
             *o = self.k.byte(acc as i32);
         }
+    }
+}
+
+/// How many values the kernel computes at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lanes {
+    /// AVX-512: sixteen (then eight, then one by one).
+    Sixteen,
+    /// AVX2: eight.
+    Eight,
+    /// One by one (the tests' definition of the others).
+    One,
+}
+
+impl Lanes {
+    /// The widest this CPU runs (a kernel exists only where AVX2 does).
+    fn widest() -> Lanes {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return Lanes::Sixteen;
+            }
+        }
+        Lanes::Eight
     }
 }
 
@@ -273,6 +320,93 @@ mod avx2 {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::{PlaneKernel, Scaling};
+    use crate::exec::requant8::clamps;
+    use nnac_isa::EltOp;
+    use std::arch::x86_64::*;
+
+    /// A [`Scaling`]'s constants in registers.
+    #[derive(Clone, Copy)]
+    struct Lanes {
+        mult: __m512i,
+        biased_round: __m512i,
+        shift: __m128i,
+        after: __m512i,
+    }
+
+    impl Lanes {
+        #[target_feature(enable = "avx512f")]
+        unsafe fn of(s: &Scaling) -> Lanes {
+            Lanes {
+                mult: _mm512_set1_epi64(i64::from(s.mult)),
+                biased_round: _mm512_set1_epi64(s.biased_round),
+                shift: _mm_cvtsi32_si128(s.shift as i32),
+                after: _mm512_set1_epi64(s.after),
+            }
+        }
+
+        /// The scaling of the sixteen i32 lanes of `v`, whose results fit in i32.
+        #[target_feature(enable = "avx512f")]
+        unsafe fn apply(&self, v: __m512i) -> __m512i {
+            // The even lanes, then the odd ones, in 64-bit lanes.
+            let scale = |v: __m512i| {
+                let x = _mm512_add_epi64(_mm512_mul_epi32(v, self.mult), self.biased_round);
+                _mm512_add_epi64(_mm512_srl_epi64(x, self.shift), self.after)
+            };
+            let (even, odd) = (scale(v), scale(_mm512_srli_epi64::<32>(v)));
+            _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64::<32>(odd))
+        }
+    }
+
+    /// The code bytes `codes[at..at + 16]`' values less `zero`, in i32 lanes.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn values(codes: &[u8], at: usize, signed: bool, zero: __m512i) -> __m512i {
+        let bytes = _mm_loadu_si128(codes.as_ptr().add(at) as *const __m128i);
+        let v = if signed {
+            _mm512_cvtepi8_epi32(bytes)
+        } else {
+            _mm512_cvtepu8_epi32(bytes)
+        };
+        _mm512_sub_epi32(v, zero)
+    }
+
+    /// The kernel over the whole groups of sixteen values; returns how many it did.
+    ///
+    /// Safety: AVX-512 F; `a` and `b` at least as long as `out`.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn run(p: &PlaneKernel, a: &[u8], b: &[u8], out: &mut [u8]) -> usize {
+        let full = out.len() / 16 * 16;
+        let r = p.k.r;
+        let [ia, ib] = p.op.inputs;
+        let (la, lb) = (Lanes::of(&ia.scaling), Lanes::of(&ib.scaling));
+        let ly = Lanes::of(&p.scaling);
+        let (za, zb) = (_mm512_set1_epi32(ia.zero), _mm512_set1_epi32(ib.zero));
+        let [act_min, act_max, lo, hi] =
+            clamps((r.act_min, r.act_max), p.k.signed).map(|v| _mm512_set1_epi32(v));
+        for i in (0..full).step_by(16) {
+            let va = la.apply(values(a, i, ia.signed, za));
+            let vb = lb.apply(values(b, i, ib.signed, zb));
+            // ADD or MAX: `PlaneOp::of` refuses MUL.
+            let acc = match p.op.op {
+                EltOp::Max => _mm512_max_epi32(va, vb),
+                _ => _mm512_add_epi32(va, vb),
+            };
+            // FUSED_RELU's clamps, then the saturation; the low byte of each lane
+            // (within the 8-bit range by then) is the output byte.
+            let mut y = ly.apply(acc);
+            y = _mm512_min_epi32(_mm512_max_epi32(y, act_min), act_max);
+            y = _mm512_min_epi32(_mm512_max_epi32(y, lo), hi);
+            _mm_storeu_si128(
+                out.as_mut_ptr().add(i) as *mut __m128i,
+                _mm512_cvtepi32_epi8(y),
+            );
+        }
+        full
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,17 +476,31 @@ mod tests {
                 continue; // y outside i32: the general path runs
             };
             kernels += 1;
-            let mut got = vec![0u8; n];
-            kernel.run((&ta, &tb), &a, &b, &mut got);
-            for i in 0..n {
-                let exact = eltwise_combine(op, ta[usize::from(a[i])], tb[usize::from(b[i])]);
-                let (acc, wrapped) = wrap_acc(exact, acc_bits);
-                assert!(!wrapped);
-                let want = run(&prog, acc, &chans[0], signed);
-                assert_eq!(
-                    got[i], want,
-                    "case {case}: {op:?} {ra:?} {rb:?} {r:?} {mult} >> {shift}, at {i}"
-                );
+            let want: Vec<u8> = (0..n)
+                .map(|i| {
+                    let exact = eltwise_combine(op, ta[usize::from(a[i])], tb[usize::from(b[i])]);
+                    let (acc, wrapped) = wrap_acc(exact, acc_bits);
+                    assert!(!wrapped);
+                    run(&prog, acc, &chans[0], signed)
+                })
+                .collect();
+            // Every width this CPU has (AVX-512's sixteen, AVX2's eight, one by one),
+            // starting at every offset modulo sixteen.
+            let mut widths = vec![Lanes::widest(), Lanes::Eight, Lanes::One];
+            widths.dedup();
+            for lanes in widths {
+                let from = case % 16;
+                let mut got = vec![0u8; n - from];
+                kernel.run_on((&ta, &tb), &a[from..], &b[from..], &mut got, lanes);
+                for (i, (&g, &w)) in got.iter().zip(&want[from..]).enumerate() {
+                    assert_eq!(
+                        g,
+                        w,
+                        "case {case}: {op:?} {ra:?} {rb:?} {r:?} {mult} >> {shift}, \
+                         {lanes:?} at {}",
+                        from + i
+                    );
+                }
             }
         }
         assert!(kernels > 150, "{kernels} kernels");
