@@ -1,7 +1,8 @@
 //! ELTWISE's fused plane kernel: one channel's run of pixels, from the two inputs'
 //! code bytes to the output bytes in one pass, sixteen values at a time (AVX-512 F)
-//! or eight (AVX2; and a run's last values one by one), for the common case: ADD or MAX, a lone FUSED_RELU epilogue, and rescaled inputs no two of
-//! which combine past the accumulator. It computes what the general plane path
+//! or eight (AVX2; a run's last values one by one), for the common case: ADD or MAX,
+//! a lone FUSED_RELU epilogue, and rescaled inputs no two of which combine past the
+//! accumulator. It computes what the general plane path
 //! (rescale tables, combine, wrap, [`super::postproc::Post::apply_chan`]) computes;
 //! where its conditions do not hold ([`PlaneOp::of`], [`PlaneKernel::new`] return
 //! `None`) that path runs.
@@ -168,10 +169,10 @@ impl<'a> PlaneKernel<'a> {
         b: &[u8],
         out: &mut [u8],
     ) {
-        self.run_on((ta, tb), a, b, out, Lanes::widest());
+        self.run_on((ta, tb), a, b, out, Width::widest());
     }
 
-    /// [`PlaneKernel::run`] on vectors of at most `lanes` values (then eight, then
+    /// [`PlaneKernel::run`] on vectors of at most `width` values (then eight, then
     /// one by one): the same bytes at every width.
     fn run_on(
         &self,
@@ -179,20 +180,22 @@ impl<'a> PlaneKernel<'a> {
         a: &[u8],
         b: &[u8],
         out: &mut [u8],
-        lanes: Lanes,
+        width: Width,
     ) {
         assert!(a.len() >= out.len() && b.len() >= out.len());
         let mut done = 0;
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = lanes;
+        let _ = width;
         #[cfg(target_arch = "x86_64")]
         {
-            if lanes == Lanes::Sixteen {
-                // SAFETY: `Lanes::Sixteen` is only chosen where AVX-512 F is available
-                // (`Lanes::widest`); the assert above bounds the reads of `a` and `b`.
+            // Each width only where it has a whole vector to do (its set-up costs as
+            // much as a vector's work).
+            if width == Width::Sixteen && out.len() >= 16 {
+                // SAFETY: `Width::Sixteen` is only chosen where AVX-512 F is available
+                // (`Width::widest`); the assert above bounds the reads of `a` and `b`.
                 done = unsafe { avx512::run(self, a, b, out) };
             }
-            if lanes != Lanes::One {
+            if width != Width::One && out.len() - done >= 8 {
                 // SAFETY: a kernel exists only where AVX2 does (`PlaneOp::of`); the
                 // reads stay inside `a[done..]` and `b[done..]` as above.
                 done += unsafe { avx2::run(self, &a[done..], &b[done..], &mut out[done..]) };
@@ -208,25 +211,26 @@ impl<'a> PlaneKernel<'a> {
 
 /// How many values the kernel computes at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lanes {
+enum Width {
     /// AVX-512: sixteen (then eight, then one by one).
     Sixteen,
     /// AVX2: eight.
     Eight,
-    /// One by one (the tests' definition of the others).
+    /// One by one (the scalar loop alone; the tests hold every width to the
+    /// definition).
     One,
 }
 
-impl Lanes {
+impl Width {
     /// The widest this CPU runs (a kernel exists only where AVX2 does).
-    fn widest() -> Lanes {
+    fn widest() -> Width {
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx512f") {
-                return Lanes::Sixteen;
+                return Width::Sixteen;
             }
         }
-        Lanes::Eight
+        Width::Eight
     }
 }
 
@@ -486,18 +490,18 @@ mod tests {
                 .collect();
             // Every width this CPU has (AVX-512's sixteen, AVX2's eight, one by one),
             // starting at every offset modulo sixteen.
-            let mut widths = vec![Lanes::widest(), Lanes::Eight, Lanes::One];
+            let mut widths = vec![Width::widest(), Width::Eight, Width::One];
             widths.dedup();
-            for lanes in widths {
+            for width in widths {
                 let from = case % 16;
                 let mut got = vec![0u8; n - from];
-                kernel.run_on((&ta, &tb), &a[from..], &b[from..], &mut got, lanes);
+                kernel.run_on((&ta, &tb), &a[from..], &b[from..], &mut got, width);
                 for (i, (&g, &w)) in got.iter().zip(&want[from..]).enumerate() {
                     assert_eq!(
                         g,
                         w,
                         "case {case}: {op:?} {ra:?} {rb:?} {r:?} {mult} >> {shift}, \
-                         {lanes:?} at {}",
+                         {width:?} at {}",
                         from + i
                     );
                 }
