@@ -141,7 +141,7 @@ fn acc_range(
 /// epilogue.
 #[derive(Debug, Clone, Copy)]
 pub struct PlaneKernel<'a> {
-    op: PlaneOp,
+    op: &'a PlaneOp,
     k: ChanRequant<'a>,
     scaling: Scaling,
 }
@@ -149,7 +149,7 @@ pub struct PlaneKernel<'a> {
 impl<'a> PlaneKernel<'a> {
     /// The kernel of a channel with epilogue `k`, if `y + zero_point` fits in i32
     /// over the whole accumulator range.
-    pub fn new(op: PlaneOp, k: ChanRequant<'a>) -> Option<PlaneKernel<'a>> {
+    pub fn new(op: &'a PlaneOp, k: ChanRequant<'a>) -> Option<PlaneKernel<'a>> {
         // y is monotone in acc (acc * mult is; a floor division by 2^shift keeps
         // order): its extremes are at the range's ends.
         let zp = i64::from(k.r.zero_point);
@@ -476,7 +476,7 @@ mod tests {
             let prog = [SimdInstr::FusedRelu(r.clone())];
             let signed = rng.below(2) == 0;
             let post = Post::new(&prog, signed, &chans);
-            let Some(kernel) = PlaneKernel::new(plane, post.chan_requant(0).unwrap()) else {
+            let Some(kernel) = PlaneKernel::new(&plane, post.chan_requant(0).unwrap()) else {
                 continue; // y outside i32: the general path runs
             };
             kernels += 1;
@@ -560,7 +560,7 @@ mod tests {
         for (mult, shift, fits) in [(i32::MAX, 0, false), (i32::MAX, 31, true), (1, 0, true)] {
             let chans = [ChanParams([mult, shift, 0, 0])];
             let post = Post::new(&prog, true, &chans);
-            let k = PlaneKernel::new(plane, post.chan_requant(0).unwrap());
+            let k = PlaneKernel::new(&plane, post.chan_requant(0).unwrap());
             assert_eq!(k.is_some(), fits, "{mult} >> {shift}");
         }
     }

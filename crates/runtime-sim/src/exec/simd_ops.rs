@@ -404,6 +404,7 @@ impl Planes<'_> {
         }
         let fused = self
             .plane_op
+            .as_ref()
             .and_then(|p| PlaneKernel::new(p, self.post.chan_requant(c)?));
         if let Some(kernel) = fused {
             kernel.run(self.tables, pa, pb, out);
