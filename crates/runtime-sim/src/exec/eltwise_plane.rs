@@ -183,29 +183,37 @@ impl<'a> PlaneKernel<'a> {
         width: Width,
     ) {
         assert!(a.len() >= out.len() && b.len() >= out.len());
-        let mut done = 0;
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = width;
         #[cfg(target_arch = "x86_64")]
-        {
-            // Each width only where it has a whole vector to do (its set-up costs as
-            // much as a vector's work).
-            if width == Width::Sixteen && out.len() >= 16 {
-                // SAFETY: `Width::Sixteen` is only chosen where AVX-512 F is available
-                // (`Width::widest`); the assert above bounds the reads of `a` and `b`.
-                done = unsafe { avx512::run(self, a, b, out) };
-            }
-            if width != Width::One && out.len() - done >= 8 {
-                // SAFETY: a kernel exists only where AVX2 does (`PlaneOp::of`); the
-                // reads stay inside `a[done..]` and `b[done..]` as above.
-                done += unsafe { avx2::run(self, &a[done..], &b[done..], &mut out[done..]) };
-            }
-        }
+        let done = self.vectors(a, b, out, width);
+        #[cfg(not(target_arch = "x86_64"))]
+        let done = {
+            let _ = width;
+            0
+        };
         for ((o, &x), &y) in out[done..].iter_mut().zip(&a[done..]).zip(&b[done..]) {
             // In the accumulator's range: the i32 is the exact, unwrapped value.
             let acc = eltwise_combine(self.op.op, ta[usize::from(x)], tb[usize::from(y)]);
             *o = self.k.byte(acc as i32);
         }
+    }
+
+    /// The values [`PlaneKernel::run_on`] computes in vectors (`a` and `b` at least
+    /// as long as `out`): how many, from the first. Each width only where it has a
+    /// whole vector to do (its set-up costs as much as a vector's work).
+    #[cfg(target_arch = "x86_64")]
+    fn vectors(&self, a: &[u8], b: &[u8], out: &mut [u8], width: Width) -> usize {
+        let mut done = 0;
+        if width == Width::Sixteen && out.len() >= 16 {
+            // SAFETY: `Width::Sixteen` is only chosen where AVX-512 F is available
+            // (`Width::widest`); `a` and `b` are at least as long as `out`.
+            done = unsafe { avx512::run(self, a, b, out) };
+        }
+        if width != Width::One && out.len() - done >= 8 {
+            // SAFETY: a kernel exists only where AVX2 does (`PlaneOp::of`); the reads
+            // stay inside `a[done..]` and `b[done..]`, as long as `out[done..]`.
+            done += unsafe { avx2::run(self, &a[done..], &b[done..], &mut out[done..]) };
+        }
+        done
     }
 }
 
@@ -213,6 +221,7 @@ impl<'a> PlaneKernel<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Width {
     /// AVX-512: sixteen (then eight, then one by one).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     Sixteen,
     /// AVX2: eight.
     Eight,
